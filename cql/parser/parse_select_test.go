@@ -1,0 +1,167 @@
+package parser
+
+import "testing"
+
+func TestParseSelect(t *testing.T) {
+	runParseCases(t, []parseCase{
+		// Driver queries (reference §2).
+		{"gocql local", "SELECT * FROM system.local WHERE key='local'",
+			&SelectStmt{Table: tbl("system", "local"), Star: true, Where: []Relation{eq("key", str("local"))}}},
+		{"peers", "SELECT * FROM system.peers",
+			&SelectStmt{Table: tbl("system", "peers"), Star: true}},
+		{"peers_v2", "SELECT * FROM system.peers_v2",
+			&SelectStmt{Table: tbl("system", "peers_v2"), Star: true}},
+		{"python agreement", "SELECT peer, host_id, rpc_address, schema_version FROM system.peers",
+			&SelectStmt{Table: tbl("system", "peers"), Selectors: colSel("peer", "host_id", "rpc_address", "schema_version")}},
+		{"python agreement v2", "SELECT host_id, peer, peer_port, native_address, native_port, schema_version FROM system.peers_v2",
+			&SelectStmt{Table: tbl("system", "peers_v2"), Selectors: colSel("host_id", "peer", "peer_port", "native_address", "native_port", "schema_version")}},
+		{"schema_version", "SELECT schema_version FROM system.local WHERE key='local'",
+			&SelectStmt{Table: tbl("system", "local"), Selectors: colSel("schema_version"), Where: []Relation{eq("key", str("local"))}}},
+		{"python table refresh", "SELECT * FROM system_schema.tables WHERE keyspace_name = 'ks' AND table_name = 't'",
+			&SelectStmt{Table: tbl("system_schema", "tables"), Star: true,
+				Where: []Relation{eq("keyspace_name", str("ks")), eq("table_name", str("t"))}}},
+		{"gocql keyspace", "\n\t\tSELECT durable_writes, replication\n\t\tFROM system_schema.keyspaces\n\t\tWHERE keyspace_name = ?",
+			&SelectStmt{Table: tbl("system_schema", "keyspaces"), Selectors: colSel("durable_writes", "replication"),
+				Where: []Relation{eq("keyspace_name", qm(0))}}},
+		{"gocql columns", "SELECT table_name, column_name, clustering_order, type, kind, position FROM system_schema.columns WHERE keyspace_name = ?",
+			&SelectStmt{Table: tbl("system_schema", "columns"),
+				Selectors: colSel("table_name", "column_name", "clustering_order", "type", "kind", "position"),
+				Where:     []Relation{eq("keyspace_name", qm(0))}}},
+		{"gocql functions", "SELECT function_name, argument_types, argument_names, body, called_on_null_input, language, return_type FROM system_schema.functions WHERE keyspace_name = ?",
+			&SelectStmt{Table: tbl("system_schema", "functions"),
+				Selectors: colSel("function_name", "argument_types", "argument_names", "body", "called_on_null_input", "language", "return_type"),
+				Where:     []Relation{eq("keyspace_name", qm(0))}}},
+		{"gocql aggregates", "SELECT aggregate_name, argument_types, final_func, initcond, return_type, state_func, state_type FROM system_schema.aggregates WHERE keyspace_name = ?",
+			&SelectStmt{Table: tbl("system_schema", "aggregates"),
+				Selectors: colSel("aggregate_name", "argument_types", "final_func", "initcond", "return_type", "state_func", "state_type"),
+				Where:     []Relation{eq("keyspace_name", qm(0))}}},
+		{"gocql types", "SELECT type_name, field_names, field_types FROM system_schema.types WHERE keyspace_name = ?",
+			&SelectStmt{Table: tbl("system_schema", "types"), Selectors: colSel("type_name", "field_names", "field_types"),
+				Where: []Relation{eq("keyspace_name", qm(0))}}},
+		{"gocql views 20 columns", `
+		SELECT
+			view_name, base_table_id, base_table_name, bloom_filter_fp_chance, caching, comment, compaction,
+			compression, crc_check_chance, dclocal_read_repair_chance, default_time_to_live, extensions,
+			gc_grace_seconds, id, include_all_columns, max_index_interval, memtable_flush_period_in_ms,
+			min_index_interval, read_repair_chance, speculative_retry
+		FROM system_schema.views
+		WHERE keyspace_name = ?`,
+			&SelectStmt{Table: tbl("system_schema", "views"),
+				Selectors: colSel("view_name", "base_table_id", "base_table_name", "bloom_filter_fp_chance", "caching", "comment", "compaction",
+					"compression", "crc_check_chance", "dclocal_read_repair_chance", "default_time_to_live", "extensions",
+					"gc_grace_seconds", "id", "include_all_columns", "max_index_interval", "memtable_flush_period_in_ms",
+					"min_index_interval", "read_repair_chance", "speculative_retry"),
+				Where: []Relation{eq("keyspace_name", qm(0))}}},
+		{"views by name", "SELECT * FROM system_schema.views WHERE keyspace_name = 'ks' AND view_name = 't';",
+			&SelectStmt{Table: tbl("system_schema", "views"), Star: true,
+				Where: []Relation{eq("keyspace_name", str("ks")), eq("view_name", str("t"))}}},
+
+		// Selectors.
+		{"count star", "SELECT COUNT(*) FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: []Selector{{Expr: &CountStar{}}}}},
+		{"count one alias", "SELECT count(1) AS n FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: []Selector{{Expr: &CountStar{}, Alias: "n"}}}},
+		{"count column", "SELECT count(c) FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: []Selector{{Expr: &FuncSel{Name: "count", Args: []SelectorExpr{&ColumnSel{Name: "c"}}}}}}},
+		{"token selector", "SELECT token(a, b), a FROM ks.t",
+			&SelectStmt{Table: tbl("ks", "t"), Selectors: []Selector{
+				{Expr: &FuncSel{Name: "token", Args: []SelectorExpr{&ColumnSel{Name: "a"}, &ColumnSel{Name: "b"}}}},
+				{Expr: &ColumnSel{Name: "a"}}}}},
+		{"writetime ttl aggregates", "SELECT WRITETIME(v), ttl(v) AS t, min(x), MAX(x), sum(x), avg(x), blobAsText(b), toTimestamp(now()) FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: []Selector{
+				{Expr: &FuncSel{Name: "writetime", Args: []SelectorExpr{&ColumnSel{Name: "v"}}}},
+				{Expr: &FuncSel{Name: "ttl", Args: []SelectorExpr{&ColumnSel{Name: "v"}}}, Alias: "t"},
+				{Expr: &FuncSel{Name: "min", Args: []SelectorExpr{&ColumnSel{Name: "x"}}}},
+				{Expr: &FuncSel{Name: "max", Args: []SelectorExpr{&ColumnSel{Name: "x"}}}},
+				{Expr: &FuncSel{Name: "sum", Args: []SelectorExpr{&ColumnSel{Name: "x"}}}},
+				{Expr: &FuncSel{Name: "avg", Args: []SelectorExpr{&ColumnSel{Name: "x"}}}},
+				{Expr: &FuncSel{Name: "blobastext", Args: []SelectorExpr{&ColumnSel{Name: "b"}}}},
+				{Expr: &FuncSel{Name: "totimestamp", Args: []SelectorExpr{&FuncSel{Name: "now"}}}}}}},
+		{"keywords as columns", "SELECT ttl, writetime, count, key, type, value, values, options, kind, position, json, distinct FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: colSel("ttl", "writetime", "count", "key", "type", "value", "values", "options", "kind", "position", "json", "distinct")}},
+		{"cast", "SELECT CAST(a AS text), cast(writetime(b) AS bigint) FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: []Selector{
+				{Expr: &CastSel{Arg: &ColumnSel{Name: "a"}, Type: tText}},
+				{Expr: &CastSel{Arg: &FuncSel{Name: "writetime", Args: []SelectorExpr{&ColumnSel{Name: "b"}}}, Type: tBigint}}}}},
+		{"udt field", "SELECT addr.city, \"Addr\".zip FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: []Selector{
+				{Expr: &FieldSel{Arg: &ColumnSel{Name: "addr"}, Field: "city"}},
+				{Expr: &FieldSel{Arg: &ColumnSel{Name: "Addr"}, Field: "zip"}}}}},
+		{"literal selectors", "SELECT 1, 'x', (int)?, ks.fn(a) FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: []Selector{
+				{Expr: &TermSel{Term: num("1")}},
+				{Expr: &TermSel{Term: str("x")}},
+				{Expr: &TermSel{Term: &Cast{Term: qm(0), Type: tInt}}},
+				{Expr: &FuncSel{Name: "ks.fn", Args: []SelectorExpr{&ColumnSel{Name: "a"}}}}}}},
+		{"json", "SELECT JSON * FROM t",
+			&SelectStmt{Table: tbl("", "t"), Json: true, Star: true}},
+		{"json column", "SELECT json FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: colSel("json")}},
+		{"json json", "SELECT JSON json, a FROM t",
+			&SelectStmt{Table: tbl("", "t"), Json: true, Selectors: colSel("json", "a")}},
+		{"distinct", "SELECT DISTINCT a, b FROM t",
+			&SelectStmt{Table: tbl("", "t"), Distinct: true, Selectors: colSel("a", "b")}},
+		{"distinct column", "SELECT distinct FROM t",
+			&SelectStmt{Table: tbl("", "t"), Selectors: colSel("distinct")}},
+		{"json distinct", "SELECT JSON DISTINCT pk FROM t",
+			&SelectStmt{Table: tbl("", "t"), Json: true, Distinct: true, Selectors: colSel("pk")}},
+		{"quoted identifiers", `SELECT "MyCol", "a""b" FROM "MyKs"."MyTable"`,
+			&SelectStmt{Table: tbl("MyKs", "MyTable"), Selectors: colSel("MyCol", `a"b`)}},
+		{"case folding", "select MyCol from MyKs.MyTable where MyCol = 1",
+			&SelectStmt{Table: tbl("myks", "mytable"), Selectors: colSel("mycol"), Where: []Relation{eq("mycol", num("1"))}}},
+
+		// WHERE clauses.
+		{"token where", "SELECT * FROM t WHERE token(a, b) > token(1, 2) AND token(a, b) <= ?",
+			&SelectStmt{Table: tbl("", "t"), Star: true, Where: []Relation{
+				{Kind: RelToken, Columns: []string{"a", "b"}, Op: OpGt, Value: &FuncCall{Name: "token", Args: []Term{num("1"), num("2")}}},
+				{Kind: RelToken, Columns: []string{"a", "b"}, Op: OpLte, Value: qm(0)}}}},
+		{"token literal", "SELECT * FROM t WHERE TOKEN(pk) > -1024",
+			&SelectStmt{Table: tbl("", "t"), Star: true, Where: []Relation{
+				{Kind: RelToken, Columns: []string{"pk"}, Op: OpGt, Value: num("-1024")}}}},
+		{"in list", "SELECT * FROM t WHERE a IN (1, 2, ?) AND b IN ? AND c IN :cs AND d IN ()",
+			&SelectStmt{Table: tbl("", "t"), Star: true, Where: []Relation{
+				rel("a", OpIn, in(num("1"), num("2"), qm(0))),
+				rel("b", OpIn, qm(1)),
+				rel("c", OpIn, named(2, "cs")),
+				rel("d", OpIn, &InList{})}}},
+		{"tuple relations", "SELECT * FROM t WHERE pk = 1 AND (c1, c2) > (1, 'a') AND (c1, c2) <= ? AND (c1) < (5)",
+			&SelectStmt{Table: tbl("", "t"), Star: true, Where: []Relation{
+				eq("pk", num("1")),
+				{Kind: RelTuple, Columns: []string{"c1", "c2"}, Op: OpGt, Value: tuple(num("1"), str("a"))},
+				{Kind: RelTuple, Columns: []string{"c1", "c2"}, Op: OpLte, Value: qm(0)},
+				{Kind: RelTuple, Columns: []string{"c1"}, Op: OpLt, Value: tuple(num("5"))}}}},
+		{"tuple in", "SELECT * FROM t WHERE (a, b) IN ((1, 2), (3, 4)) AND (c, d) IN ? AND (e, f) IN (?, ?)",
+			&SelectStmt{Table: tbl("", "t"), Star: true, Where: []Relation{
+				{Kind: RelTuple, Columns: []string{"a", "b"}, Op: OpIn, Value: in(tuple(num("1"), num("2")), tuple(num("3"), num("4")))},
+				{Kind: RelTuple, Columns: []string{"c", "d"}, Op: OpIn, Value: qm(0)},
+				{Kind: RelTuple, Columns: []string{"e", "f"}, Op: OpIn, Value: in(qm(1), qm(2))}}}},
+		{"clustering slice", "SELECT * FROM t WHERE pk = ? AND ck >= 10 AND ck < 20 AND x != 3",
+			&SelectStmt{Table: tbl("", "t"), Star: true, Where: []Relation{
+				eq("pk", qm(0)), rel("ck", OpGte, num("10")), rel("ck", OpLt, num("20")), rel("x", OpNeq, num("3"))}}},
+		{"contains", "SELECT * FROM t WHERE tags CONTAINS 'x' AND m CONTAINS KEY 'k' AND contains CONTAINS key(1) ALLOW FILTERING",
+			&SelectStmt{Table: tbl("", "t"), Star: true, AllowFiltering: true, Where: []Relation{
+				rel("tags", OpContains, str("x")),
+				rel("m", OpContainsKey, str("k")),
+				rel("contains", OpContains, &FuncCall{Name: "key", Args: []Term{num("1")}})}}},
+		{"map entry", "SELECT * FROM t WHERE m['k'] = 'v' ALLOW FILTERING",
+			&SelectStmt{Table: tbl("", "t"), Star: true, AllowFiltering: true, Where: []Relation{
+				{Kind: RelMapEntry, Column: "m", MapKey: str("k"), Op: OpEq, Value: str("v")}}}},
+		{"is not null", "SELECT * FROM t WHERE a IS NOT NULL",
+			&SelectStmt{Table: tbl("", "t"), Star: true, Where: []Relation{{Column: "a", Op: OpIsNotNull}}}},
+		{"parenthesised relation", "SELECT * FROM t WHERE (a = 1) AND ((b > 2))",
+			&SelectStmt{Table: tbl("", "t"), Star: true, Where: []Relation{eq("a", num("1")), rel("b", OpGt, num("2"))}}},
+
+		// Tail clauses.
+		{"order limit", "SELECT a FROM t WHERE pk = 1 ORDER BY c1 DESC, c2 ASC, c3 LIMIT 10",
+			&SelectStmt{Table: tbl("", "t"), Selectors: colSel("a"), Where: []Relation{eq("pk", num("1"))},
+				OrderBy: []Ordering{{Column: "c1", Desc: true}, {Column: "c2"}, {Column: "c3"}}, Limit: num("10")}},
+		{"limit marker", "SELECT a FROM t LIMIT ?",
+			&SelectStmt{Table: tbl("", "t"), Selectors: colSel("a"), Limit: qm(0)}},
+		{"per partition limit", "SELECT * FROM t PER PARTITION LIMIT 2 LIMIT :lim ALLOW FILTERING",
+			&SelectStmt{Table: tbl("", "t"), Star: true, PerPartitionLimit: num("2"), Limit: named(0, "lim"), AllowFiltering: true}},
+		{"group by", "SELECT pk, ck, count(*) FROM t GROUP BY pk, ck",
+			&SelectStmt{Table: tbl("", "t"), Selectors: append(colSel("pk", "ck"), Selector{Expr: &CountStar{}}), GroupBy: []string{"pk", "ck"}}},
+		{"trailing semicolons", "SELECT * FROM t;;",
+			&SelectStmt{Table: tbl("", "t"), Star: true}},
+	})
+}
