@@ -1,0 +1,245 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+// GroupID identifies a consensus group; it is the physical partition id.
+type GroupID uint64
+
+// ReplicaID identifies one member of a group, unique within the group.
+type ReplicaID uint64
+
+// NodeID identifies a cosmosd node (host).
+type NodeID uint64
+
+// Replica is one member of a group.
+type Replica struct {
+	ReplicaID ReplicaID
+	NodeID    NodeID
+	// Learner replicas receive the log but do not vote and do not count
+	// toward quorum.
+	Learner bool
+}
+
+func (r Replica) String() string {
+	s := fmt.Sprintf("r%d@n%d", r.ReplicaID, r.NodeID)
+	if r.Learner {
+		s += "(learner)"
+	}
+	return s
+}
+
+// ChangeType is the kind of one membership change.
+type ChangeType int
+
+// Membership changes. A ChangeReplicas call with several changes is applied
+// atomically (joint consensus), so a move (add + remove) never passes through
+// a configuration with fewer voters than either end.
+const (
+	AddLearner ChangeType = iota + 1
+	PromoteLearner
+	AddVoter
+	RemoveReplica
+)
+
+func (c ChangeType) String() string {
+	switch c {
+	case AddLearner:
+		return "add-learner"
+	case PromoteLearner:
+		return "promote-learner"
+	case AddVoter:
+		return "add-voter"
+	case RemoveReplica:
+		return "remove"
+	}
+	return fmt.Sprintf("change(%d)", int(c))
+}
+
+// ReplicaChange is one membership change of a group.
+type ReplicaChange struct {
+	Type    ChangeType
+	Replica Replica
+}
+
+// EntryType distinguishes the entries passed to StateMachine.Apply.
+type EntryType int
+
+const (
+	// EntryCommand carries a command proposed with Group.Propose.
+	EntryCommand EntryType = iota
+	// EntryMembership reports a membership change that just took effect;
+	// Members holds the configuration after it. Data is empty.
+	EntryMembership
+	// EntryEmpty is a no-op (for example the entry a new leader appends);
+	// the state machine only records that it was applied.
+	EntryEmpty
+)
+
+// Entry is one committed log entry handed to the state machine.
+type Entry struct {
+	Index uint64
+	Term  uint64
+	Type  EntryType
+	// Data is the command as given to Propose (EntryCommand only).
+	Data []byte
+	// Members is the configuration after a membership change
+	// (EntryMembership only).
+	Members []Replica
+}
+
+// Result is the outcome of applying one command. Value is returned to the
+// proposer when the proposer is on this replica; Err is a deterministic
+// rejection (every replica rejects the same command) and is returned from
+// Propose as is.
+type Result struct {
+	Value any
+	Err   error
+}
+
+// StateMachine is the replicated state of one group on one replica. The
+// engine calls every method from the group's apply goroutine, so an
+// implementation needs no locking against itself; it must synchronise with
+// its own readers.
+type StateMachine interface {
+	// Apply applies committed entries in log order, writing into b, and
+	// returns one Result per entry. The engine commits b together with the
+	// applied index. An error stops the group: the replica cannot continue
+	// without diverging.
+	Apply(b *storage.Batch, entries []Entry) ([]Result, error)
+
+	// SnapshotMeta describes the state as of the last applied entry: opaque
+	// metadata that Restore understands, and the key spans of the shared
+	// storage engine that hold the state. The engine reads the spans from a
+	// storage snapshot taken in the same apply step, so data and metadata
+	// agree.
+	SnapshotMeta() (meta []byte, spans []storage.Span, err error)
+
+	// SnapshotSpans returns the spans a snapshot with the given metadata
+	// covers on this node. The engine clears them and ingests the snapshot's
+	// data in their place before it calls Restore.
+	SnapshotSpans(meta []byte) ([]storage.Span, error)
+
+	// Restore reloads in-memory state after the engine has installed a
+	// snapshot with metadata meta whose last entry is index.
+	Restore(meta []byte, index uint64) error
+}
+
+// Status is a point-in-time view of a group on one replica.
+type Status struct {
+	ID        GroupID
+	ReplicaID ReplicaID
+	// Leader is the replica this replica believes leads, 0 if unknown.
+	Leader     ReplicaID
+	LeaderNode NodeID
+	Term       uint64
+	Commit     uint64
+	Applied    uint64
+	Members    []Replica
+	// Progress is the leader's view of each member's replication progress
+	// (match index), empty on followers.
+	Progress map[ReplicaID]uint64
+}
+
+// IsLeader reports whether the replica reporting s leads its group.
+func (s Status) IsLeader() bool { return s.Leader != 0 && s.Leader == s.ReplicaID }
+
+// Group is one replica's handle on a consensus group. All methods are safe
+// for concurrent use.
+type Group interface {
+	ID() GroupID
+
+	// Propose replicates cmd and returns the Result of applying it on this
+	// replica, once the entry is committed and applied (and the batch that
+	// applied it is durable). It fails with ErrNotLeader (wrapped in a
+	// *NotLeaderError) when this replica cannot propose, and with the
+	// context's error when ctx ends first; in that case the command may still
+	// commit later. Callers that must not apply a command twice make it
+	// idempotent or conditional.
+	Propose(ctx context.Context, cmd []byte) (any, error)
+
+	// ReadIndex returns once this replica has applied every entry committed
+	// before the call began, so a read of local state after it is
+	// linearizable. It fails like Propose.
+	ReadIndex(ctx context.Context) error
+
+	// ChangeReplicas applies changes atomically and returns once the new
+	// configuration is committed and applied here.
+	ChangeReplicas(ctx context.Context, changes []ReplicaChange) error
+
+	// TransferLeadership asks the group to move leadership to target and
+	// returns once target leads or ctx ends.
+	TransferLeadership(ctx context.Context, target ReplicaID) error
+
+	Status() Status
+}
+
+// GroupConfig starts one replica of a group.
+type GroupConfig struct {
+	ID        GroupID
+	ReplicaID ReplicaID
+	// Members is the initial configuration used when the group has no
+	// persisted state on this node and bootstraps it (a new partition, or
+	// the right half of a split). Leave it empty for a replica that joins an
+	// existing group: it waits for the leader to send it the log or a
+	// snapshot.
+	Members      []Replica
+	StateMachine StateMachine
+}
+
+// Engine hosts the groups of one node. Methods are safe for concurrent use.
+type Engine interface {
+	// StartGroup starts the local replica described by cfg, recovering its
+	// persisted state. Starting a group that runs fails with
+	// ErrGroupExists.
+	StartGroup(ctx context.Context, cfg GroupConfig) (Group, error)
+	// Group returns a running group.
+	Group(id GroupID) (Group, bool)
+	// StopGroup stops a running replica and keeps its persisted state.
+	StopGroup(id GroupID) error
+	// DestroyGroup stops the replica (if running) and deletes the engine's
+	// persisted state of the group; the caller deletes the state machine's.
+	DestroyGroup(id GroupID) error
+	// Close stops every group and the transport. Safe to call twice.
+	Close() error
+}
+
+// Sentinel errors. Match them with errors.Is.
+var (
+	ErrNotLeader     = errors.New("consensus: not leader")
+	ErrStopped       = errors.New("consensus: group stopped")
+	ErrGroupExists   = errors.New("consensus: group already running")
+	ErrGroupNotFound = errors.New("consensus: group not found")
+	// ErrNoQuorum reports that a request could not complete because too few
+	// replicas of the group are reachable.
+	ErrNoQuorum = errors.New("consensus: no quorum")
+	// ErrAmbiguous reports a proposal whose outcome the replica could not
+	// learn: the command may or may not have been applied (for example, the
+	// proposing replica lost leadership and then caught up from a snapshot
+	// that covers the command's log position). Treat it like a timeout: a
+	// retry must be safe to apply twice.
+	ErrAmbiguous = errors.New("consensus: outcome unknown")
+)
+
+// NotLeaderError is returned by a replica that is not the leader; Leader is
+// its best guess of who is (zero when unknown).
+type NotLeaderError struct {
+	Group      GroupID
+	Leader     ReplicaID
+	LeaderNode NodeID
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.LeaderNode == 0 {
+		return fmt.Sprintf("group %d: not leader, leader unknown", e.Group)
+	}
+	return fmt.Sprintf("group %d: not leader, leader is r%d on node %d", e.Group, e.Leader, e.LeaderNode)
+}
+
+// Unwrap lets errors.Is(err, ErrNotLeader) match.
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }

@@ -1,0 +1,293 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Config configures the node's storage engine.
+type Config struct {
+	// Dir is the directory of the Pebble store. Required unless FS is an
+	// in-memory filesystem, where it may be empty.
+	Dir string
+	// FS is the filesystem; nil means the operating system's. Tests pass
+	// vfs.NewMem() or an error-injecting FS.
+	FS vfs.FS
+	// CacheBytes is the block cache size in bytes. Default 128 MiB.
+	CacheBytes int64
+	// MemTableBytes is the memtable size in bytes. Default 64 MiB.
+	MemTableBytes uint64
+	// Logger receives state changes; nil discards.
+	Logger *slog.Logger
+}
+
+// SetDefaults fills zero fields with their documented defaults.
+func (c *Config) SetDefaults() {
+	if c.CacheBytes == 0 {
+		c.CacheBytes = 128 << 20
+	}
+	if c.MemTableBytes == 0 {
+		c.MemTableBytes = 64 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every problem with c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Dir == "" && c.FS == nil {
+		errs = append(errs, errors.New("storage: dir is required"))
+	}
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("storage: cache bytes %d is negative", c.CacheBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// Span is the half-open key range [Start, End).
+type Span struct {
+	Start, End []byte
+}
+
+// Contains reports whether key is in s.
+func (s Span) Contains(key []byte) bool {
+	return string(key) >= string(s.Start) && string(key) < string(s.End)
+}
+
+func (s Span) String() string { return fmt.Sprintf("[%x, %x)", s.Start, s.End) }
+
+// Reader reads keys. *Engine, *Batch and *Snapshot implement it.
+type Reader interface {
+	// Get returns a copy of the value of key, or ok=false if it is absent.
+	Get(key []byte) (value []byte, ok bool, err error)
+	// NewIter iterates the keys in span. The caller closes the iterator.
+	NewIter(span Span) (*pebble.Iterator, error)
+}
+
+// Engine is the node's single Pebble store, shared by every replica and by
+// the consensus engine (see keys.go for who owns which span). Safe for
+// concurrent use.
+type Engine struct {
+	db     *pebble.DB
+	fs     vfs.FS
+	dir    string
+	logger *slog.Logger
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the store described by cfg.
+func Open(cfg Config) (*Engine, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cache := pebble.NewCache(cfg.CacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		FS:                 cfg.FS,
+		Cache:              cache,
+		MemTableSize:       cfg.MemTableBytes,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             slogPebbleLogger{cfg.Logger},
+	}
+	db, err := pebble.Open(cfg.Dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", cfg.Dir, err)
+	}
+	fs := cfg.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	return &Engine{db: db, fs: fs, dir: cfg.Dir, logger: cfg.Logger}, nil
+}
+
+// Close closes the store. Safe to call twice.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() { e.closeErr = e.db.Close() })
+	return e.closeErr
+}
+
+// Get implements Reader.
+func (e *Engine) Get(key []byte) ([]byte, bool, error) { return get(e.db, key) }
+
+// NewIter implements Reader.
+func (e *Engine) NewIter(span Span) (*pebble.Iterator, error) {
+	return e.db.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+}
+
+// NewBatch returns an indexed batch: reads through it see its own writes, which
+// lets a state machine apply several commands that touch one row in one batch.
+func (e *Engine) NewBatch() *Batch { return &Batch{b: e.db.NewIndexedBatch()} }
+
+// NewWriteBatch returns a write-only batch, cheaper than NewBatch, for writers
+// that never read back what they wrote (raft log appends).
+func (e *Engine) NewWriteBatch() *Batch { return &Batch{b: e.db.NewBatch()} }
+
+// NewSnapshot returns a consistent point-in-time view. The caller closes it.
+func (e *Engine) NewSnapshot() *Snapshot { return &Snapshot{s: e.db.NewSnapshot()} }
+
+// ClearSpan deletes every key in span durably.
+func (e *Engine) ClearSpan(span Span) error {
+	return e.db.DeleteRange(span.Start, span.End, pebble.Sync)
+}
+
+// Ingest atomically replaces the contents of span with the keys of the given
+// SST files, which must lie inside span (see NewSSTWriter). It is how a
+// replica installs a snapshot without passing the data through the memtable.
+func (e *Engine) Ingest(ctx context.Context, span Span, paths []string) error {
+	_, err := e.db.IngestAndExcise(ctx, paths, nil, nil, pebble.KeyRange{Start: span.Start, End: span.End})
+	if err != nil {
+		return fmt.Errorf("storage: ingest %d files into %s: %w", len(paths), span, err)
+	}
+	return nil
+}
+
+// Flush flushes memtables to disk (for tests and benchmarks).
+func (e *Engine) Flush() error { return e.db.Flush() }
+
+// DiskUsage estimates the bytes on disk of keys in span.
+func (e *Engine) DiskUsage(span Span) (uint64, error) {
+	return e.db.EstimateDiskUsage(span.Start, span.End)
+}
+
+// FS returns the engine's filesystem, where SST files for ingestion are written.
+func (e *Engine) FS() vfs.FS { return e.fs }
+
+// Dir returns the store's directory.
+func (e *Engine) Dir() string { return e.dir }
+
+// SSTWriter builds an SST file for Ingest. Keys must be added in increasing
+// order.
+type SSTWriter struct {
+	w    *sstable.Writer
+	path string
+}
+
+// NewSSTWriter creates an SST file at path on the engine's filesystem.
+func (e *Engine) NewSSTWriter(path string) (*SSTWriter, error) {
+	f, err := e.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("storage: create sst %s: %w", path, err)
+	}
+	opts := sstable.WriterOptions{TableFormat: e.db.TableFormat()}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), opts)
+	return &SSTWriter{w: w, path: path}, nil
+}
+
+// Set adds a key.
+func (w *SSTWriter) Set(key, value []byte) error { return w.w.Set(key, value) }
+
+// Finish closes the file; it is then ready for Ingest.
+func (w *SSTWriter) Finish() error {
+	if err := w.w.Close(); err != nil {
+		return fmt.Errorf("storage: finish sst %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Path returns the file's path.
+func (w *SSTWriter) Path() string { return w.path }
+
+// Batch is an atomic set of writes. Not safe for concurrent use.
+type Batch struct {
+	b *pebble.Batch
+}
+
+// Get implements Reader; it sees the batch's own writes (indexed batches only).
+func (b *Batch) Get(key []byte) ([]byte, bool, error) { return get(b.b, key) }
+
+// NewIter implements Reader (indexed batches only).
+func (b *Batch) NewIter(span Span) (*pebble.Iterator, error) {
+	return b.b.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+}
+
+// Set writes key=value.
+func (b *Batch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
+
+// Delete deletes key.
+func (b *Batch) Delete(key []byte) error { return b.b.Delete(key, nil) }
+
+// DeleteSpan deletes every key in span.
+func (b *Batch) DeleteSpan(span Span) error { return b.b.DeleteRange(span.Start, span.End, nil) }
+
+// Empty reports whether the batch has no writes.
+func (b *Batch) Empty() bool { return b.b.Empty() }
+
+// Len is the size of the batch's encoding in bytes.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// Commit applies the batch; with sync it returns after the write is durable.
+func (b *Batch) Commit(sync bool) error {
+	opts := pebble.NoSync
+	if sync {
+		opts = pebble.Sync
+	}
+	return b.b.Commit(opts)
+}
+
+// Close releases the batch. A batch that is closed without Commit is dropped.
+func (b *Batch) Close() error { return b.b.Close() }
+
+// Snapshot is a consistent read-only view of the engine.
+type Snapshot struct {
+	s *pebble.Snapshot
+}
+
+// Get implements Reader.
+func (s *Snapshot) Get(key []byte) ([]byte, bool, error) { return get(s.s, key) }
+
+// NewIter implements Reader.
+func (s *Snapshot) NewIter(span Span) (*pebble.Iterator, error) {
+	return s.s.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+}
+
+// Close releases the snapshot.
+func (s *Snapshot) Close() error { return s.s.Close() }
+
+type getter interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+func get(g getter, key []byte) ([]byte, bool, error) {
+	v, closer, err := g.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	return out, true, closer.Close()
+}
+
+// slogPebbleLogger adapts slog to Pebble's logger. Pebble logs at info what
+// we consider debug detail (compactions, flushes).
+type slogPebbleLogger struct{ l *slog.Logger }
+
+func (l slogPebbleLogger) Infof(format string, args ...any) {
+	l.l.Debug("pebble", "msg", fmt.Sprintf(format, args...))
+}
+func (l slogPebbleLogger) Errorf(format string, args ...any) {
+	l.l.Error("pebble", "msg", fmt.Sprintf(format, args...))
+}
+func (l slogPebbleLogger) Fatalf(format string, args ...any) {
+	// Pebble calls Fatalf on corruption it cannot continue past; only main
+	// exits, so we log and panic, which the daemon turns into an exit.
+	msg := fmt.Sprintf(format, args...)
+	l.l.Error("pebble fatal", "msg", msg)
+	panic("pebble: " + msg)
+}
