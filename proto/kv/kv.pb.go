@@ -1149,8 +1149,11 @@ type WriteRequest struct {
 	// max_logical_partition_bytes refuses a write that would grow a logical
 	// partition past it (0 = no limit).
 	MaxLogicalPartitionBytes int64 `protobuf:"varint,8,opt,name=max_logical_partition_bytes,json=maxLogicalPartitionBytes,proto3" json:"max_logical_partition_bytes,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// truncate deletes every row of the partition (TRUNCATE); mutations and
+	// conditions must be empty.
+	Truncate      bool `protobuf:"varint,9,opt,name=truncate,proto3" json:"truncate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WriteRequest) Reset() {
@@ -1237,6 +1240,13 @@ func (x *WriteRequest) GetMaxLogicalPartitionBytes() int64 {
 		return x.MaxLogicalPartitionBytes
 	}
 	return 0
+}
+
+func (x *WriteRequest) GetTruncate() bool {
+	if x != nil {
+		return x.Truncate
+	}
+	return false
 }
 
 type WriteResponse struct {
@@ -1818,7 +1828,7 @@ type Error struct {
 	Code          Error_Code             `protobuf:"varint,1,opt,name=code,proto3,enum=cosmosd.kv.Error_Code" json:"code,omitempty"`
 	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	LeaderNode    uint64                 `protobuf:"varint,3,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
-	Descriptor_   *Descriptor            `protobuf:"bytes,4,opt,name=descriptor,proto3" json:"descriptor,omitempty"`
+	Current       *Descriptor            `protobuf:"bytes,4,opt,name=current,proto3" json:"current,omitempty"` // the partition's descriptor, for RANGE_MISMATCH
 	RetryAfterMs  int64                  `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1875,9 +1885,9 @@ func (x *Error) GetLeaderNode() uint64 {
 	return 0
 }
 
-func (x *Error) GetDescriptor_() *Descriptor {
+func (x *Error) GetCurrent() *Descriptor {
 	if x != nil {
-		return x.Descriptor_
+		return x.Current
 	}
 	return nil
 }
@@ -1946,7 +1956,7 @@ func (x *ReplicaStatusRequest) GetStats() bool {
 
 type ReplicaStatus struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
-	Descriptor_       *Descriptor            `protobuf:"bytes,1,opt,name=descriptor,proto3" json:"descriptor,omitempty"`
+	Desc              *Descriptor            `protobuf:"bytes,1,opt,name=desc,proto3" json:"desc,omitempty"`
 	ReplicaId         uint64                 `protobuf:"varint,2,opt,name=replica_id,json=replicaId,proto3" json:"replica_id,omitempty"`
 	Leader            bool                   `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
 	LeaderNode        uint64                 `protobuf:"varint,4,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
@@ -1989,9 +1999,9 @@ func (*ReplicaStatus) Descriptor() ([]byte, []int) {
 	return file_kv_kv_proto_rawDescGZIP(), []int{20}
 }
 
-func (x *ReplicaStatus) GetDescriptor_() *Descriptor {
+func (x *ReplicaStatus) GetDesc() *Descriptor {
 	if x != nil {
-		return x.Descriptor_
+		return x.Desc
 	}
 	return nil
 }
@@ -2213,7 +2223,7 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\n" +
 	"NOT_EXISTS\x10\x01\x12\n" +
 	"\n" +
-	"\x06EXISTS\x10\x02\"\xdf\x02\n" +
+	"\x06EXISTS\x10\x02\"\xfb\x02\n" +
 	"\fWriteRequest\x12!\n" +
 	"\fpartition_id\x18\x01 \x01(\x04R\vpartitionId\x12\x1e\n" +
 	"\n" +
@@ -2227,7 +2237,8 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\n" +
 	"now_micros\x18\x06 \x01(\x03R\tnowMicros\x12(\n" +
 	"\x10gc_grace_seconds\x18\a \x01(\x03R\x0egcGraceSeconds\x12=\n" +
-	"\x1bmax_logical_partition_bytes\x18\b \x01(\x03R\x18maxLogicalPartitionBytes\"\xa9\x01\n" +
+	"\x1bmax_logical_partition_bytes\x18\b \x01(\x03R\x18maxLogicalPartitionBytes\x12\x1a\n" +
+	"\btruncate\x18\t \x01(\bR\btruncate\"\xa9\x01\n" +
 	"\rWriteResponse\x12\x18\n" +
 	"\aapplied\x18\x01 \x01(\bR\aapplied\x120\n" +
 	"\acurrent\x18\x02 \x03(\v2\x16.cosmosd.kv.CurrentRowR\acurrent\x12#\n" +
@@ -2283,15 +2294,13 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\x04 \x01(\x03R\tbytesRead\x12!\n" +
 	"\frows_scanned\x18\x05 \x01(\x03R\vrowsScanned\x12'\n" +
-	"\x05error\x18\x06 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"\xe9\x02\n" +
+	"\x05error\x18\x06 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"\xe3\x02\n" +
 	"\x05Error\x12*\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x16.cosmosd.kv.Error.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
 	"\vleader_node\x18\x03 \x01(\x04R\n" +
-	"leaderNode\x126\n" +
-	"\n" +
-	"descriptor\x18\x04 \x01(\v2\x16.cosmosd.kv.DescriptorR\n" +
-	"descriptor\x12$\n" +
+	"leaderNode\x120\n" +
+	"\acurrent\x18\x04 \x01(\v2\x16.cosmosd.kv.DescriptorR\acurrent\x12$\n" +
 	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\"\x9a\x01\n" +
 	"\x04Code\x12\v\n" +
 	"\aUNKNOWN\x10\x00\x12\x12\n" +
@@ -2307,11 +2316,9 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\tNOT_FOUND\x10\b\"Q\n" +
 	"\x14ReplicaStatusRequest\x12#\n" +
 	"\rpartition_ids\x18\x01 \x03(\x04R\fpartitionIds\x12\x14\n" +
-	"\x05stats\x18\x02 \x01(\bR\x05stats\"\xa6\x02\n" +
-	"\rReplicaStatus\x126\n" +
-	"\n" +
-	"descriptor\x18\x01 \x01(\v2\x16.cosmosd.kv.DescriptorR\n" +
-	"descriptor\x12\x1d\n" +
+	"\x05stats\x18\x02 \x01(\bR\x05stats\"\x9a\x02\n" +
+	"\rReplicaStatus\x12*\n" +
+	"\x04desc\x18\x01 \x01(\v2\x16.cosmosd.kv.DescriptorR\x04desc\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x02 \x01(\x04R\treplicaId\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\bR\x06leader\x12\x1f\n" +
@@ -2400,8 +2407,8 @@ var file_kv_kv_proto_depIdxs = []int32{
 	21, // 23: cosmosd.kv.ReadResponse.rows:type_name -> cosmosd.kv.Row
 	23, // 24: cosmosd.kv.ReadResponse.error:type_name -> cosmosd.kv.Error
 	4,  // 25: cosmosd.kv.Error.code:type_name -> cosmosd.kv.Error.Code
-	6,  // 26: cosmosd.kv.Error.descriptor:type_name -> cosmosd.kv.Descriptor
-	6,  // 27: cosmosd.kv.ReplicaStatus.descriptor:type_name -> cosmosd.kv.Descriptor
+	6,  // 26: cosmosd.kv.Error.current:type_name -> cosmosd.kv.Descriptor
+	6,  // 27: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
 	25, // 28: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
 	15, // 29: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
 	20, // 30: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
