@@ -1,0 +1,324 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/schema"
+)
+
+// Catalog errors, matched with errors.Is.
+var (
+	ErrKeyspaceExists   = errors.New("keyspace already exists")
+	ErrKeyspaceNotFound = errors.New("keyspace does not exist")
+	ErrTableExists      = errors.New("table already exists")
+	ErrTableNotFound    = errors.New("table does not exist")
+	// ErrConflict reports a compare-and-swap that lost to a concurrent
+	// change; the caller re-reads and retries.
+	ErrConflict = errors.New("concurrent metadata change")
+)
+
+// Catalog changes the catalog and rings in etcd. Each method is one
+// transaction and waits until the local Meta has published its revision, so
+// the caller's next read sees the change. Safe for concurrent use.
+type Catalog struct {
+	meta *Meta
+	cli  *clientv3.Client
+	k    keys
+}
+
+// NewCatalog returns a catalog writer over meta's etcd.
+func NewCatalog(meta *Meta) *Catalog {
+	return &Catalog{meta: meta, cli: meta.cli, k: meta.k}
+}
+
+// Meta returns the watched metadata.
+func (c *Catalog) Meta() *Meta { return c.meta }
+
+// NewUUID returns a random (version 4) UUID string.
+func NewUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// commit runs a transaction that, when it succeeds, also bumps the schema
+// version; it waits for Meta to publish it.
+func (c *Catalog) commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, schemaChange bool) (bool, error) {
+	if schemaChange {
+		ops = append(ops, clientv3.OpPut(c.k.version(), NewUUID()))
+	}
+	resp, err := c.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, err
+	}
+	if !resp.Succeeded {
+		return false, nil
+	}
+	return true, c.meta.WaitRevision(ctx, resp.Header.Revision)
+}
+
+// EnsureSchemaVersion writes a schema version if none exists, so a new
+// cluster reports one before its first DDL.
+func (c *Catalog) EnsureSchemaVersion(ctx context.Context) error {
+	_, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.k.version()), "=", 0)},
+		[]clientv3.Op{clientv3.OpPut(c.k.version(), NewUUID())}, false)
+	return err
+}
+
+// CreateKeyspace creates ks; it returns false (and no error) when ks exists
+// and ifNotExists is set.
+func (c *Catalog) CreateKeyspace(ctx context.Context, ks *schema.Keyspace, ifNotExists bool) (bool, error) {
+	raw, err := json.Marshal(ks)
+	if err != nil {
+		return false, err
+	}
+	key := c.k.keyspace(ks.Name)
+	ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		[]clientv3.Op{clientv3.OpPut(key, string(raw))}, true)
+	if err != nil {
+		return false, fmt.Errorf("create keyspace %s: %w", ks.Name, err)
+	}
+	if !ok && !ifNotExists {
+		return false, fmt.Errorf("create keyspace %s: %w", ks.Name, ErrKeyspaceExists)
+	}
+	return ok, nil
+}
+
+// AlterKeyspace replaces a keyspace's definition.
+func (c *Catalog) AlterKeyspace(ctx context.Context, name string, mutate func(*schema.Keyspace) error) error {
+	key := c.k.keyspace(name)
+	for {
+		resp, err := c.cli.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("alter keyspace %s: %w", name, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return fmt.Errorf("alter keyspace %s: %w", name, ErrKeyspaceNotFound)
+		}
+		ks := &schema.Keyspace{}
+		if err := json.Unmarshal(resp.Kvs[0].Value, ks); err != nil {
+			return fmt.Errorf("alter keyspace %s: %w", name, err)
+		}
+		if err := mutate(ks); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(ks)
+		if err != nil {
+			return err
+		}
+		ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)},
+			[]clientv3.Op{clientv3.OpPut(key, string(raw))}, true)
+		if err != nil {
+			return fmt.Errorf("alter keyspace %s: %w", name, err)
+		}
+		if ok {
+			return nil
+		}
+	}
+}
+
+// DropKeyspace drops a keyspace with its tables and their rings. It returns
+// false when the keyspace is absent and ifExists is set.
+func (c *Catalog) DropKeyspace(ctx context.Context, name string, ifExists bool) (bool, error) {
+	key := c.k.keyspace(name)
+	for {
+		resp, err := c.cli.Get(ctx, c.k.tablesOf(name), clientv3.WithPrefix())
+		if err != nil {
+			return false, fmt.Errorf("drop keyspace %s: %w", name, err)
+		}
+		ops := []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(c.k.tablesOf(name), clientv3.WithPrefix())}
+		for _, kv := range resp.Kvs {
+			t := &schema.Table{}
+			if err := json.Unmarshal(kv.Value, t); err != nil {
+				return false, fmt.Errorf("drop keyspace %s: table %s: %w", name, kv.Key, err)
+			}
+			ops = append(ops, clientv3.OpDelete(c.k.ringOf(t.ID), clientv3.WithPrefix()))
+		}
+		cmps := []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
+			// No table was added or changed since we listed them.
+			clientv3.Compare(clientv3.ModRevision(c.k.tablesOf(name)).WithPrefix(), "<", resp.Header.Revision+1),
+		}
+		ok, err := c.commit(ctx, cmps, ops, true)
+		if err != nil {
+			return false, fmt.Errorf("drop keyspace %s: %w", name, err)
+		}
+		if ok {
+			return true, nil
+		}
+		exists, err := c.cli.Get(ctx, key, clientv3.WithCountOnly())
+		if err != nil {
+			return false, fmt.Errorf("drop keyspace %s: %w", name, err)
+		}
+		if exists.Count == 0 {
+			if ifExists {
+				return false, nil
+			}
+			return false, fmt.Errorf("drop keyspace %s: %w", name, ErrKeyspaceNotFound)
+		}
+	}
+}
+
+// MarshalDescriptor encodes a descriptor deterministically, so stored
+// values can be compared byte for byte in transactions.
+func MarshalDescriptor(d *kvpb.Descriptor) ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(d)
+}
+
+// CreateTable creates t with its initial ring. It returns false when the
+// table exists and ifNotExists is set.
+func (c *Catalog) CreateTable(ctx context.Context, t *schema.Table, parts []*kvpb.Descriptor, ifNotExists bool) (bool, error) {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return false, err
+	}
+	key := c.k.table(t.Keyspace, t.Name)
+	ops := []clientv3.Op{clientv3.OpPut(key, string(raw))}
+	for _, p := range parts {
+		pr, err := MarshalDescriptor(p)
+		if err != nil {
+			return false, err
+		}
+		ops = append(ops, clientv3.OpPut(c.k.part(t.ID, p.GetId()), string(pr)))
+	}
+	for {
+		ok, err := c.commit(ctx, []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(c.k.keyspace(t.Keyspace)), ">", 0),
+			clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+		}, ops, true)
+		if err != nil {
+			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), err)
+		}
+		if ok {
+			return true, nil
+		}
+		resp, err := c.cli.Txn(ctx).Then(
+			clientv3.OpGet(c.k.keyspace(t.Keyspace), clientv3.WithCountOnly()),
+			clientv3.OpGet(key, clientv3.WithCountOnly())).Commit()
+		if err != nil {
+			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), err)
+		}
+		if resp.Responses[0].GetResponseRange().Count == 0 {
+			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), ErrKeyspaceNotFound)
+		}
+		if resp.Responses[1].GetResponseRange().Count > 0 {
+			if ifNotExists {
+				return false, nil
+			}
+			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), ErrTableExists)
+		}
+	}
+}
+
+// AlterTable changes a table's definition with mutate (retried on
+// conflicts) and returns the new definition.
+func (c *Catalog) AlterTable(ctx context.Context, keyspace, name string, mutate func(*schema.Table) error) (*schema.Table, error) {
+	key := c.k.table(keyspace, name)
+	for {
+		resp, err := c.cli.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("alter table %s.%s: %w", keyspace, name, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return nil, fmt.Errorf("alter table %s.%s: %w", keyspace, name, ErrTableNotFound)
+		}
+		t := &schema.Table{}
+		if err := json.Unmarshal(resp.Kvs[0].Value, t); err != nil {
+			return nil, fmt.Errorf("alter table %s.%s: %w", keyspace, name, err)
+		}
+		if err := mutate(t); err != nil {
+			return nil, err
+		}
+		if err := t.Validate(); err != nil {
+			return nil, err
+		}
+		raw, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)},
+			[]clientv3.Op{clientv3.OpPut(key, string(raw))}, true)
+		if err != nil {
+			return nil, fmt.Errorf("alter table %s.%s: %w", keyspace, name, err)
+		}
+		if ok {
+			return t, nil
+		}
+	}
+}
+
+// DropTable drops a table and its ring. It returns false when the table is
+// absent and ifExists is set.
+func (c *Catalog) DropTable(ctx context.Context, keyspace, name string, ifExists bool) (bool, error) {
+	key := c.k.table(keyspace, name)
+	for {
+		resp, err := c.cli.Get(ctx, key)
+		if err != nil {
+			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, err)
+		}
+		if len(resp.Kvs) == 0 {
+			if ifExists {
+				return false, nil
+			}
+			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, ErrTableNotFound)
+		}
+		t := &schema.Table{}
+		if err := json.Unmarshal(resp.Kvs[0].Value, t); err != nil {
+			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, err)
+		}
+		ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)},
+			[]clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(c.k.ringOf(t.ID), clientv3.WithPrefix())}, true)
+		if err != nil {
+			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, err)
+		}
+		if ok {
+			return true, nil
+		}
+	}
+}
+
+// UpdatePartitions replaces descriptors in a table's ring atomically: each
+// old descriptor must still be stored exactly as given (nil old = must not
+// exist), each new one is written. It fails with
+// ErrConflict when another change came first.
+func (c *Catalog) UpdatePartitions(ctx context.Context, table uint64, olds, news []*kvpb.Descriptor) error {
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	for _, o := range olds {
+		raw, err := MarshalDescriptor(o)
+		if err != nil {
+			return err
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(c.k.part(table, o.GetId())), "=", string(raw)))
+	}
+	for _, n := range news {
+		raw, err := MarshalDescriptor(n)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, clientv3.OpPut(c.k.part(table, n.GetId()), string(raw)))
+	}
+	ok, err := c.commit(ctx, cmps, ops, false)
+	if err != nil {
+		return fmt.Errorf("update partitions of table %d: %w", table, err)
+	}
+	if !ok {
+		return fmt.Errorf("update partitions of table %d: %w", table, ErrConflict)
+	}
+	return nil
+}
+
+// AllocateID allocates ids from a counter; see AllocateID.
+func (c *Catalog) AllocateID(ctx context.Context, kind string, n uint64) (uint64, error) {
+	return AllocateID(ctx, c.cli, c.k.prefix, kind, n)
+}

@@ -1,0 +1,347 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/proto"
+
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/ring"
+	"github.com/cosmosd/cosmosd/schema"
+)
+
+// State is an immutable snapshot of the cluster metadata at one etcd
+// revision. Never modify one.
+type State struct {
+	Revision int64
+	Schema   *schema.Schema
+	// Rings by table id; a table being created or dropped may briefly have
+	// a ring without a table or the reverse only across revisions, never
+	// within one.
+	Rings map[uint64]*ring.Ring
+	// Nodes are the registered (live) nodes by id.
+	Nodes map[uint64]*NodeInfo
+}
+
+// Ring returns a table's ring (nil if none).
+func (s *State) Ring(table uint64) *ring.Ring { return s.Rings[table] }
+
+// NodeIDs returns the live node ids in order.
+func (s *State) NodeIDs() []uint64 {
+	out := make([]uint64, 0, len(s.Nodes))
+	for id := range s.Nodes {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Partition finds a partition by id across all rings.
+func (s *State) Partition(id uint64) *kvpb.Descriptor {
+	for _, r := range s.Rings {
+		for _, p := range r.Partitions() {
+			if p.GetId() == id {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// Meta follows the metadata in etcd and publishes State snapshots. Safe for
+// concurrent use.
+type Meta struct {
+	cli    *clientv3.Client
+	k      keys
+	logger *slog.Logger
+
+	state atomic.Pointer[State]
+
+	// raw is owned by the watch goroutine.
+	raw struct {
+		catalog map[string][]byte
+		rings   map[string][]byte
+		nodes   map[string][]byte
+	}
+
+	subsMu sync.Mutex
+	subs   map[int]chan struct{}
+	nextID int
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// OpenMeta loads the current metadata and follows changes until Close.
+func OpenMeta(ctx context.Context, cli *clientv3.Client, prefix string, logger *slog.Logger) (*Meta, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Meta{cli: cli, k: keys{prefix}, logger: logger, subs: map[int]chan struct{}{}, done: make(chan struct{})}
+	rev, err := m.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go m.run(runCtx, rev)
+	return m, nil
+}
+
+// Client returns the etcd client.
+func (m *Meta) Client() *clientv3.Client { return m.cli }
+
+// Prefix returns the key prefix.
+func (m *Meta) Prefix() string { return m.k.prefix }
+
+// State returns the latest snapshot.
+func (m *Meta) State() *State { return m.state.Load() }
+
+// load reads everything and publishes it; it returns the revision read.
+func (m *Meta) load(ctx context.Context) (int64, error) {
+	resp, err := m.cli.Get(ctx, m.k.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("load cluster metadata: %w", err)
+	}
+	m.raw.catalog = map[string][]byte{}
+	m.raw.rings = map[string][]byte{}
+	m.raw.nodes = map[string][]byte{}
+	for _, kv := range resp.Kvs {
+		m.put(string(kv.Key), kv.Value)
+	}
+	if err := m.publish(resp.Header.Revision, true, true, true); err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
+}
+
+// put records a key; it reports which category changed.
+func (m *Meta) put(key string, value []byte) (catalog, rings, nodes bool) {
+	switch {
+	case hasPrefix(key, m.k.prefix+"catalog/"):
+		m.raw.catalog[key] = value
+		return true, false, false
+	case hasPrefix(key, m.k.rings()):
+		m.raw.rings[key] = value
+		return false, true, false
+	case hasPrefix(key, m.k.nodes()):
+		m.raw.nodes[key] = value
+		return false, false, true
+	}
+	return false, false, false
+}
+
+func (m *Meta) del(key string) (catalog, rings, nodes bool) {
+	switch {
+	case hasPrefix(key, m.k.prefix+"catalog/"):
+		delete(m.raw.catalog, key)
+		return true, false, false
+	case hasPrefix(key, m.k.rings()):
+		delete(m.raw.rings, key)
+		return false, true, false
+	case hasPrefix(key, m.k.nodes()):
+		delete(m.raw.nodes, key)
+		return false, false, true
+	}
+	return false, false, false
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// publish rebuilds the changed parts of the state from raw and publishes
+// it. A record that does not decode is logged and skipped rather than
+// stopping the node: the rest of the metadata stays usable.
+func (m *Meta) publish(rev int64, catalog, rings, nodes bool) error {
+	prev := m.state.Load()
+	next := &State{Revision: rev}
+	if prev != nil {
+		next.Schema, next.Rings, next.Nodes = prev.Schema, prev.Rings, prev.Nodes
+	}
+	if catalog || prev == nil {
+		next.Schema = m.buildSchema()
+	}
+	if rings || prev == nil {
+		next.Rings = m.buildRings()
+	}
+	if nodes || prev == nil {
+		next.Nodes = m.buildNodes()
+	}
+	m.state.Store(next)
+	m.notify()
+	return nil
+}
+
+func (m *Meta) buildSchema() *schema.Schema {
+	s := schema.Empty()
+	for key, v := range m.raw.catalog {
+		switch {
+		case key == m.k.version():
+			s.Version = string(v)
+		case hasPrefix(key, m.k.keyspaces()):
+			ks := &schema.Keyspace{}
+			if err := json.Unmarshal(v, ks); err != nil {
+				m.logger.Error("skip undecodable keyspace", "key", key, "err", err)
+				continue
+			}
+			s.Keyspaces[ks.Name] = ks
+		case hasPrefix(key, m.k.tables()):
+			t := &schema.Table{}
+			if err := json.Unmarshal(v, t); err != nil {
+				m.logger.Error("skip undecodable table", "key", key, "err", err)
+				continue
+			}
+			if s.Tables[t.Keyspace] == nil {
+				s.Tables[t.Keyspace] = map[string]*schema.Table{}
+			}
+			s.Tables[t.Keyspace][t.Name] = t
+			s.ByID[t.ID] = t
+		}
+	}
+	return s
+}
+
+func (m *Meta) buildRings() map[uint64]*ring.Ring {
+	byTable := map[uint64][]*kvpb.Descriptor{}
+	for key, v := range m.raw.rings {
+		d := &kvpb.Descriptor{}
+		if err := proto.Unmarshal(v, d); err != nil {
+			m.logger.Error("skip undecodable partition descriptor", "key", key, "err", err)
+			continue
+		}
+		byTable[d.GetTableId()] = append(byTable[d.GetTableId()], d)
+	}
+	out := make(map[uint64]*ring.Ring, len(byTable))
+	for t, descs := range byTable {
+		out[t] = ring.New(t, descs)
+	}
+	return out
+}
+
+func (m *Meta) buildNodes() map[uint64]*NodeInfo {
+	out := map[uint64]*NodeInfo{}
+	for key, v := range m.raw.nodes {
+		n := &NodeInfo{}
+		if err := json.Unmarshal(v, n); err != nil {
+			m.logger.Error("skip undecodable node", "key", key, "err", err)
+			continue
+		}
+		out[n.ID] = n
+	}
+	return out
+}
+
+func (m *Meta) run(ctx context.Context, rev int64) {
+	defer close(m.done)
+	for ctx.Err() == nil {
+		wch := m.cli.Watch(clientv3.WithRequireLeader(ctx), m.k.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+		for resp := range wch {
+			if err := resp.Err(); err != nil {
+				m.logger.Warn("metadata watch failed", "err", err, "revision", rev)
+				if resp.CompactRevision != 0 || errors.Is(err, context.Canceled) {
+					break
+				}
+				continue
+			}
+			var c, r, n bool
+			for _, ev := range resp.Events {
+				var c1, r1, n1 bool
+				if ev.Type == mvccpb.DELETE {
+					c1, r1, n1 = m.del(string(ev.Kv.Key))
+				} else {
+					c1, r1, n1 = m.put(string(ev.Kv.Key), ev.Kv.Value)
+				}
+				c, r, n = c || c1, r || r1, n || n1
+			}
+			// Events of one revision never span responses, so each
+			// response publishes whole transactions.
+			if resp.Header.Revision > rev {
+				rev = resp.Header.Revision
+			}
+			if err := m.publish(rev, c, r, n); err != nil {
+				m.logger.Error("publish metadata", "err", err)
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// The watch ended (compaction, or etcd lost): reload everything so
+		// no change is missed, then follow again.
+		for ctx.Err() == nil {
+			loadCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			newRev, err := m.load(loadCtx)
+			cancel()
+			if err == nil {
+				rev = newRev
+				break
+			}
+			m.logger.Warn("reload metadata", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// Subscribe returns a channel that receives a value (coalesced) after every
+// published change, and a function that unsubscribes.
+func (m *Meta) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	m.subsMu.Lock()
+	id := m.nextID
+	m.nextID++
+	m.subs[id] = ch
+	m.subsMu.Unlock()
+	return ch, func() {
+		m.subsMu.Lock()
+		delete(m.subs, id)
+		m.subsMu.Unlock()
+	}
+}
+
+func (m *Meta) notify() {
+	m.subsMu.Lock()
+	defer m.subsMu.Unlock()
+	for _, ch := range m.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// WaitRevision returns once the published state is at least rev, so a node
+// that just committed a change serves it (read your own writes).
+func (m *Meta) WaitRevision(ctx context.Context, rev int64) error {
+	ch, unsub := m.Subscribe()
+	defer unsub()
+	for {
+		if m.State().Revision >= rev {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for metadata revision %d (at %d): %w", rev, m.State().Revision, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// Close stops following. Safe to call twice.
+func (m *Meta) Close() {
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+		m.cancel = nil
+	}
+}

@@ -1,0 +1,205 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// NodeInfo is what a node registers about itself.
+type NodeInfo struct {
+	ID   uint64 `json:"id"`
+	Name string `json:"name"`
+	// CQLAddr, PeerAddr, AdminAddr and HTTPAddr are reachable host:port
+	// addresses (not wildcard addresses).
+	CQLAddr   string `json:"cql_addr"`
+	PeerAddr  string `json:"peer_addr"`
+	AdminAddr string `json:"admin_addr"`
+	HTTPAddr  string `json:"http_addr,omitempty"`
+	// Labels place the node: "zone", "rack", "dc".
+	Labels map[string]string `json:"labels,omitempty"`
+	// CapacityBytes is the disk the node offers, 0 if unknown.
+	CapacityBytes int64     `json:"capacity_bytes,omitempty"`
+	Version       string    `json:"version"`
+	StartedAt     time.Time `json:"started_at"`
+	// Draining is set while the node hands off its replicas.
+	Draining bool `json:"draining,omitempty"`
+}
+
+// Label returns a label or def.
+func (n *NodeInfo) Label(key, def string) string {
+	if v, ok := n.Labels[key]; ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Registration keeps a node's registration alive under an etcd lease and
+// re-registers after the lease is lost (etcd unreachable for longer than
+// the TTL), so a node that loses etcd comes back when etcd does.
+type Registration struct {
+	cli    *clientv3.Client
+	key    string
+	ttl    time.Duration
+	logger *slog.Logger
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu struct {
+		sync.Mutex
+		info  NodeInfo
+		lease clientv3.LeaseID
+	}
+}
+
+// Register registers info and keeps it alive until Close. ttl is the lease
+// time to live (default 10s): a node that stops renewing disappears from
+// nodes/ after it.
+func Register(ctx context.Context, cli *clientv3.Client, prefix string, info NodeInfo, ttl time.Duration, logger *slog.Logger) (*Registration, error) {
+	if ttl <= 0 {
+		ttl = 10 * time.Second
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Registration{cli: cli, key: keys{prefix}.node(info.ID), ttl: ttl, logger: logger, done: make(chan struct{})}
+	r.mu.info = info
+	ka, err := r.register(ctx)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go r.run(runCtx, ka)
+	return r, nil
+}
+
+func (r *Registration) register(ctx context.Context) (<-chan *clientv3.LeaseKeepAliveResponse, error) {
+	lease, err := r.cli.Grant(ctx, int64(r.ttl/time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("register node: grant lease: %w", err)
+	}
+	r.mu.Lock()
+	info := r.mu.info
+	r.mu.lease = lease.ID
+	r.mu.Unlock()
+	raw, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.cli.Put(ctx, r.key, string(raw), clientv3.WithLease(lease.ID)); err != nil {
+		return nil, fmt.Errorf("register node: put %s: %w", r.key, err)
+	}
+	// The keepalive stream lives as long as the registration, not ctx.
+	ka, err := r.cli.KeepAlive(context.WithoutCancel(ctx), lease.ID)
+	if err != nil {
+		return nil, fmt.Errorf("register node: keep alive: %w", err)
+	}
+	r.logger.Info("registered node", "node", info.ID, "lease", int64(lease.ID))
+	return ka, nil
+}
+
+func (r *Registration) run(ctx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse) {
+	defer close(r.done)
+	backoff := 100 * time.Millisecond
+	for {
+		for range ka {
+			backoff = 100 * time.Millisecond
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.logger.Warn("node registration lease lost, registering again", "key", r.key)
+		for {
+			regCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var err error
+			ka, err = r.register(regCtx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			r.logger.Warn("register node", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}
+}
+
+// Update replaces the registered info.
+func (r *Registration) Update(ctx context.Context, info NodeInfo) error {
+	r.mu.Lock()
+	r.mu.info = info
+	lease := r.mu.lease
+	r.mu.Unlock()
+	raw, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	_, err = r.cli.Put(ctx, r.key, string(raw), clientv3.WithLease(lease))
+	return err
+}
+
+// Close revokes the lease so the node disappears at once. Safe to call twice.
+func (r *Registration) Close(ctx context.Context) error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	r.mu.Lock()
+	lease := r.mu.lease
+	r.mu.lease = 0
+	r.mu.Unlock()
+	var err error
+	if lease != 0 {
+		_, err = r.cli.Revoke(ctx, lease)
+	}
+	<-r.done
+	return err
+}
+
+// AllocateID returns n consecutive new ids of a kind ("node", "table",
+// "partition", "op"), the first of which is returned. Ids start at 1.
+func AllocateID(ctx context.Context, cli *clientv3.Client, prefix, kind string, n uint64) (uint64, error) {
+	if n == 0 {
+		return 0, errors.New("allocate zero ids")
+	}
+	key := keys{prefix}.counter(kind)
+	for {
+		resp, err := cli.Get(ctx, key)
+		if err != nil {
+			return 0, fmt.Errorf("allocate %s id: %w", kind, err)
+		}
+		var next uint64 = 1
+		var rev int64
+		if len(resp.Kvs) == 1 {
+			if _, err := fmt.Sscan(string(resp.Kvs[0].Value), &next); err != nil {
+				return 0, fmt.Errorf("allocate %s id: corrupt counter %q", kind, resp.Kvs[0].Value)
+			}
+			rev = resp.Kvs[0].ModRevision
+		}
+		txn, err := cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, fmt.Sprint(next+n))).
+			Commit()
+		if err != nil {
+			return 0, fmt.Errorf("allocate %s id: %w", kind, err)
+		}
+		if txn.Succeeded {
+			return next, nil
+		}
+	}
+}

@@ -1,0 +1,774 @@
+package partition
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cosmosd/cosmosd/consensus"
+	"github.com/cosmosd/cosmosd/cqltype"
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+// rejection is a deterministic refusal of a command (every replica refuses
+// it identically); any other error from the write path is an I/O failure
+// that stops the replica.
+type rejection struct{ err *Error }
+
+func (r rejection) Error() string { return r.err.Error() }
+
+func reject(code kvpb.Error_Code, format string, args ...any) error {
+	return rejection{Errorf(code, format, args...)}
+}
+
+func inRange(d *kvpb.Descriptor, token int64) bool {
+	return HasRange(d) && token >= d.GetStart() && token <= d.GetEnd()
+}
+
+// applyWrite applies a write command: conditions first, then mutations
+// staged in memory, then (if accepted) the batch writes.
+func (sm *StateMachine) applyWrite(b *storage.Batch, req *kvpb.WriteRequest) (consensus.Result, error) {
+	d := sm.desc.Load()
+	if req.GetTableId() != d.GetTableId() {
+		return consensus.Result{Err: rangeMismatch(d, 0)}, nil
+	}
+	if req.GetTruncate() {
+		return sm.applyTruncate(b)
+	}
+	for _, m := range req.GetMutations() {
+		if !inRange(d, m.GetToken()) {
+			return consensus.Result{Err: rangeMismatch(d, m.GetToken())}, nil
+		}
+	}
+	for _, c := range req.GetConditions() {
+		if !inRange(d, c.GetToken()) {
+			return consensus.Result{Err: rangeMismatch(d, c.GetToken())}, nil
+		}
+	}
+	st := &stage{
+		r:       b,
+		table:   d.GetTableId(),
+		now:     floorDiv(req.GetNowMicros(), 1_000_000),
+		gcGrace: req.GetGcGraceSeconds(),
+		parts:   map[string]*partStage{},
+	}
+	resp := &kvpb.WriteResponse{Applied: true}
+	for _, c := range req.GetConditions() {
+		ok, cur, err := st.evalCondition(c)
+		if err != nil {
+			return resultOf(err)
+		}
+		resp.Current = append(resp.Current, cur)
+		resp.Applied = resp.Applied && ok
+	}
+	if !resp.Applied {
+		return consensus.Result{Value: resp}, nil
+	}
+	for _, m := range req.GetMutations() {
+		if err := st.add(m); err != nil {
+			return resultOf(err)
+		}
+	}
+	writes, err := st.finish(req.GetMaxLogicalPartitionBytes())
+	if err != nil {
+		return resultOf(err)
+	}
+	for _, w := range writes {
+		if w.value == nil {
+			err = b.Delete(w.key)
+		} else {
+			err = b.Set(w.key, w.value)
+		}
+		if err != nil {
+			return consensus.Result{}, err
+		}
+		resp.BytesWritten += int64(len(w.key) + len(w.value))
+	}
+	return consensus.Result{Value: resp}, nil
+}
+
+// resultOf turns a rejection into a Result and passes other errors up.
+func resultOf(err error) (consensus.Result, error) {
+	var r rejection
+	if errors.As(err, &r) {
+		return consensus.Result{Err: r.err}, nil
+	}
+	return consensus.Result{}, err
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// stage collects one write command's effects in memory.
+type stage struct {
+	r       storage.Reader
+	table   uint64
+	now     int64 // seconds
+	gcGrace int64
+	parts   map[string]*partStage
+	order   []*partStage
+}
+
+// partStage is the staged change of one logical partition.
+type partStage struct {
+	token        int64
+	pk           []byte
+	deletedAt    int64 // partition deletion by this command
+	ranges       []rangeDeletion
+	rows         map[string]*storage.Row // pending updates by clustering key
+	rowOrder     []string
+	stats        storage.PartitionStats
+	statsLoaded  bool
+	storedCached map[string]*storage.Row
+}
+
+type rangeDeletion struct {
+	start, end *kvpb.Bound
+	ts         int64
+}
+
+type write struct {
+	key, value []byte // value nil = delete
+}
+
+func (st *stage) part(token int64, pk []byte) *partStage {
+	k := string(pk)
+	if ps, ok := st.parts[k]; ok {
+		return ps
+	}
+	ps := &partStage{token: token, pk: pk, deletedAt: storage.NoTimestamp, rows: map[string]*storage.Row{}, storedCached: map[string]*storage.Row{}}
+	st.parts[k] = ps
+	st.order = append(st.order, ps)
+	return ps
+}
+
+func (st *stage) loadStats(ps *partStage) error {
+	if ps.statsLoaded {
+		return nil
+	}
+	s, err := storage.GetStats(st.r, st.table, ps.token, ps.pk)
+	if err != nil {
+		return err
+	}
+	ps.stats, ps.statsLoaded = s, true
+	return nil
+}
+
+// stored returns the stored row at ck (nil if none); the result is cached
+// and owned by the stage.
+func (st *stage) stored(ps *partStage, ck []byte) (*storage.Row, error) {
+	if r, ok := ps.storedCached[string(ck)]; ok {
+		return r, nil
+	}
+	raw, ok, err := st.r.Get(storage.RowKey(st.table, ps.token, ps.pk, ck))
+	if err != nil {
+		return nil, err
+	}
+	var row *storage.Row
+	if ok {
+		r, err := storage.DecodeRow(raw)
+		if err != nil {
+			return nil, fmt.Errorf("row %x: %w", ck, err)
+		}
+		row = &r
+	}
+	ps.storedCached[string(ck)] = row
+	return row, nil
+}
+
+// current returns the live view of the row at ck including what this
+// command has staged so far, for read-modify-write operations and conditions.
+func (st *stage) current(ps *partStage, ck []byte) (storage.Row, bool, error) {
+	if err := st.loadStats(ps); err != nil {
+		return storage.Row{}, false, err
+	}
+	row := storage.NewRow()
+	stored, err := st.stored(ps, ck)
+	if err != nil {
+		return storage.Row{}, false, err
+	}
+	if stored != nil {
+		row.Merge(stored)
+	}
+	if upd, ok := ps.rows[string(ck)]; ok {
+		row.Merge(upd)
+	}
+	r, ok := row.Resolve(st.now, max(ps.stats.DeletedAt, ps.deletedAt))
+	return r, ok, nil
+}
+
+// pending returns the staged update row at ck, creating it.
+func (ps *partStage) pending(ck []byte) *storage.Row {
+	if r, ok := ps.rows[string(ck)]; ok {
+		return r
+	}
+	r := storage.NewRow()
+	ps.rows[string(ck)] = &r
+	ps.rowOrder = append(ps.rowOrder, string(ck))
+	return &r
+}
+
+// add stages one mutation.
+func (st *stage) add(m *kvpb.Mutation) error {
+	ps := st.part(m.GetToken(), m.GetPk())
+	ts := m.GetTimestamp()
+	switch m.GetKind() {
+	case kvpb.Mutation_UPSERT:
+		var expiry int64
+		if m.GetTtl() > 0 {
+			expiry = st.now + int64(m.GetTtl())
+		}
+		upd := storage.NewRow()
+		if m.GetMarker() {
+			upd.MarkerTS, upd.MarkerTTL, upd.MarkerExpiry = ts, m.GetTtl(), expiry
+		}
+		for _, op := range m.GetOps() {
+			c, err := st.cell(ps, m, op, expiry)
+			if err != nil {
+				return err
+			}
+			// Ops on one column within a mutation apply in order.
+			single := storage.NewRow()
+			single.Cells = []storage.Cell{c}
+			ps.pending(m.GetCk()).Merge(&single)
+		}
+		ps.pending(m.GetCk()).Merge(&upd)
+	case kvpb.Mutation_DELETE_ROW:
+		del := storage.NewRow()
+		del.DeletedAt, del.DeletedLocal = ts, st.now
+		ps.pending(m.GetCk()).Merge(&del)
+	case kvpb.Mutation_DELETE_PARTITION:
+		ps.deletedAt = max(ps.deletedAt, ts)
+	case kvpb.Mutation_DELETE_RANGE:
+		ps.ranges = append(ps.ranges, rangeDeletion{start: m.GetRangeStart(), end: m.GetRangeEnd(), ts: ts})
+	default:
+		return reject(kvpb.Error_INVALID, "unknown mutation kind %d", m.GetKind())
+	}
+	return nil
+}
+
+// cell computes the cell an operation writes. Read-modify-write operations
+// (counters, collection updates) read the current value, including what the
+// command staged before; the new cell's timestamp is raised above the
+// current one when needed so the merge keeps it.
+func (st *stage) cell(ps *partStage, m *kvpb.Mutation, op *kvpb.ColumnOp, expiry int64) (storage.Cell, error) {
+	ts := m.GetTimestamp()
+	c := storage.Cell{Column: op.GetColumn(), Timestamp: ts, TTL: m.GetTtl(), Expiry: expiry}
+	switch op.GetKind() {
+	case kvpb.ColumnOp_SET:
+		c.Value = op.GetValue()
+		if c.Value == nil {
+			c.Value = []byte{}
+		}
+		return c, nil
+	case kvpb.ColumnOp_DELETE:
+		return storage.Cell{Column: op.GetColumn(), Timestamp: ts, Tombstone: true, Expiry: st.now}, nil
+	}
+	row, _, err := st.current(ps, m.GetCk())
+	if err != nil {
+		return c, err
+	}
+	cur := row.Cell(op.GetColumn())
+	if cur != nil && cur.Timestamp >= ts {
+		c.Timestamp = cur.Timestamp + 1
+	}
+	var curVal []byte
+	if cur != nil {
+		curVal = cur.Value
+	}
+	if op.GetKind() == kvpb.ColumnOp_COUNTER_ADD {
+		delta, err := int64Value(op.GetValue())
+		if err != nil {
+			return c, err
+		}
+		var base int64
+		if len(curVal) > 0 {
+			if base, err = int64Value(curVal); err != nil {
+				return c, err
+			}
+		}
+		c.Value = binary.BigEndian.AppendUint64(nil, uint64(base+delta))
+		// Counters never expire.
+		c.TTL, c.Expiry = 0, 0
+		return c, nil
+	}
+	t, err := cqltype.Parse(op.GetType())
+	if err != nil {
+		return c, reject(kvpb.Error_INVALID, "column %d: bad type %q: %v", op.GetColumn(), op.GetType(), err)
+	}
+	v, err := mergeCollection(t, op, curVal)
+	if err != nil {
+		return c, err
+	}
+	if v == nil {
+		// An empty collection is null in CQL.
+		return storage.Cell{Column: op.GetColumn(), Timestamp: c.Timestamp, Tombstone: true, Expiry: st.now}, nil
+	}
+	c.Value = v
+	return c, nil
+}
+
+func int64Value(b []byte) (int64, error) {
+	if len(b) != 8 {
+		return 0, reject(kvpb.Error_INVALID, "expected 8-byte counter value, got %d bytes", len(b))
+	}
+	return int64(binary.BigEndian.Uint64(b)), nil
+}
+
+// mergeCollection applies a collection operation to the current value
+// (nil when absent) and returns the new value, nil when empty.
+func mergeCollection(t cqltype.Type, op *kvpb.ColumnOp, cur []byte) ([]byte, error) {
+	bad := func(err error) error {
+		return reject(kvpb.Error_INVALID, "column %d: %v", op.GetColumn(), err)
+	}
+	switch op.GetKind() {
+	case kvpb.ColumnOp_LIST_APPEND, kvpb.ColumnOp_LIST_PREPEND, kvpb.ColumnOp_LIST_SET_INDEX,
+		kvpb.ColumnOp_LIST_DELETE_INDEX, kvpb.ColumnOp_LIST_REMOVE:
+		if t.Kind != cqltype.List {
+			return nil, reject(kvpb.Error_INVALID, "column %d is not a list", op.GetColumn())
+		}
+		elems, err := decodeElems(cur)
+		if err != nil {
+			return nil, bad(err)
+		}
+		switch op.GetKind() {
+		case kvpb.ColumnOp_LIST_APPEND, kvpb.ColumnOp_LIST_PREPEND:
+			add, err := cqltype.DecodeCollection(op.GetValue())
+			if err != nil {
+				return nil, bad(err)
+			}
+			if op.GetKind() == kvpb.ColumnOp_LIST_APPEND {
+				elems = append(elems, add...)
+			} else {
+				elems = append(add, elems...)
+			}
+		case kvpb.ColumnOp_LIST_SET_INDEX, kvpb.ColumnOp_LIST_DELETE_INDEX:
+			i := int(op.GetIndex())
+			if i < 0 || i >= len(elems) {
+				return nil, reject(kvpb.Error_INVALID, "List index %d out of bound, list has size %d", i, len(elems))
+			}
+			if op.GetKind() == kvpb.ColumnOp_LIST_SET_INDEX {
+				elems[i] = op.GetValue()
+			} else {
+				elems = append(elems[:i], elems[i+1:]...)
+			}
+		case kvpb.ColumnOp_LIST_REMOVE:
+			rm, err := cqltype.DecodeCollection(op.GetValue())
+			if err != nil {
+				return nil, bad(err)
+			}
+			kept := elems[:0]
+			for _, e := range elems {
+				if !containsValue(t.Elems[0], rm, e) {
+					kept = append(kept, e)
+				}
+			}
+			elems = kept
+		}
+		if len(elems) == 0 {
+			return nil, nil
+		}
+		return cqltype.EncodeCollection(elems), nil
+	case kvpb.ColumnOp_SET_ADD, kvpb.ColumnOp_SET_REMOVE:
+		if t.Kind != cqltype.Set {
+			return nil, reject(kvpb.Error_INVALID, "column %d is not a set", op.GetColumn())
+		}
+		elems, err := decodeElems(cur)
+		if err != nil {
+			return nil, bad(err)
+		}
+		arg, err := cqltype.DecodeCollection(op.GetValue())
+		if err != nil {
+			return nil, bad(err)
+		}
+		if op.GetKind() == kvpb.ColumnOp_SET_ADD {
+			elems = cqltype.NormalizeSet(t, append(elems, arg...))
+		} else {
+			kept := elems[:0]
+			for _, e := range elems {
+				if !containsValue(t.Elems[0], arg, e) {
+					kept = append(kept, e)
+				}
+			}
+			elems = kept
+		}
+		if len(elems) == 0 {
+			return nil, nil
+		}
+		return cqltype.EncodeCollection(elems), nil
+	case kvpb.ColumnOp_MAP_PUT, kvpb.ColumnOp_MAP_REMOVE:
+		if t.Kind != cqltype.Map {
+			return nil, reject(kvpb.Error_INVALID, "column %d is not a map", op.GetColumn())
+		}
+		var keys, vals [][]byte
+		if len(cur) > 0 {
+			var err error
+			if keys, vals, err = cqltype.DecodeMap(cur); err != nil {
+				return nil, bad(err)
+			}
+		}
+		if op.GetKind() == kvpb.ColumnOp_MAP_PUT {
+			k, v, err := cqltype.DecodeMap(op.GetValue())
+			if err != nil {
+				return nil, bad(err)
+			}
+			keys, vals = cqltype.NormalizeMap(t, append(keys, k...), append(vals, v...))
+		} else {
+			rm, err := cqltype.DecodeCollection(op.GetValue())
+			if err != nil {
+				return nil, bad(err)
+			}
+			var nk, nv [][]byte
+			for i := range keys {
+				if !containsValue(t.Elems[0], rm, keys[i]) {
+					nk, nv = append(nk, keys[i]), append(nv, vals[i])
+				}
+			}
+			keys, vals = nk, nv
+		}
+		if len(keys) == 0 {
+			return nil, nil
+		}
+		return cqltype.EncodeMap(keys, vals), nil
+	}
+	return nil, reject(kvpb.Error_INVALID, "unknown column operation %d", op.GetKind())
+}
+
+func decodeElems(v []byte) ([][]byte, error) {
+	if len(v) == 0 {
+		return nil, nil
+	}
+	return cqltype.DecodeCollection(v)
+}
+
+func containsValue(t cqltype.Type, set [][]byte, v []byte) bool {
+	for _, s := range set {
+		if cqltype.Compare(t, s, v) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// finish turns the staged changes into writes and checks the logical
+// partition size limit (0 = none).
+func (st *stage) finish(maxPartitionBytes int64) ([]write, error) {
+	var out []write
+	for _, ps := range st.order {
+		if err := st.loadStats(ps); err != nil {
+			return nil, err
+		}
+		oldBytes := ps.stats.Bytes
+		stats := ps.stats
+		if ps.deletedAt > stats.DeletedAt {
+			stats.DeletedAt, stats.DeletedLocal = ps.deletedAt, st.now
+		}
+		prefix := storage.PartitionRowsSpan(st.table, ps.token, ps.pk).Start
+		touched := map[string]bool{}
+		var touchedOrder []string
+		touch := func(ck string) {
+			if !touched[ck] {
+				touched[ck] = true
+				touchedOrder = append(touchedOrder, ck)
+			}
+		}
+		// Deletions rewrite every stored row they cover.
+		if ps.deletedAt != storage.NoTimestamp {
+			if err := st.eachStored(ps, storage.PartitionRowsSpan(st.table, ps.token, ps.pk), touch); err != nil {
+				return nil, err
+			}
+		}
+		for _, rd := range ps.ranges {
+			span := SliceSpan(prefix, rd.start, rd.end)
+			if err := st.eachStored(ps, span, touch); err != nil {
+				return nil, err
+			}
+			for _, ck := range ps.rowOrder {
+				if span.Contains(append(append([]byte(nil), prefix...), ck...)) && ck != "" {
+					touch(ck)
+				}
+			}
+		}
+		for _, ck := range ps.rowOrder {
+			touch(ck)
+		}
+		// Deterministic write order.
+		sort.Strings(touchedOrder)
+		for _, ck := range touchedOrder {
+			stored, err := st.stored(ps, []byte(ck))
+			if err != nil {
+				return nil, err
+			}
+			row := storage.NewRow()
+			if stored != nil {
+				row.Merge(stored)
+			}
+			if upd, ok := ps.rows[ck]; ok {
+				row.Merge(upd)
+			}
+			key := append(append([]byte(nil), prefix...), ck...)
+			for _, rd := range ps.ranges {
+				if ck != "" && SliceSpan(prefix, rd.start, rd.end).Contains(key) && rd.ts > row.DeletedAt {
+					del := storage.NewRow()
+					del.DeletedAt, del.DeletedLocal = rd.ts, st.now
+					row.Merge(&del)
+				}
+			}
+			purgeBelow(&row, stats.DeletedAt)
+			keep := row.Collect(st.now, st.gcGrace)
+			if stored != nil {
+				stats.Bytes -= int64(len(key) + encodedLen(stored))
+				stats.Rows--
+			}
+			if keep {
+				v := storage.AppendRow(nil, &row)
+				stats.Bytes += int64(len(key) + len(v))
+				stats.Rows++
+				out = append(out, write{key: key, value: v})
+			} else if stored != nil {
+				out = append(out, write{key: key})
+			}
+		}
+		if stats.DeletedAt != storage.NoTimestamp && stats.DeletedLocal+st.gcGrace < st.now {
+			stats.DeletedAt, stats.DeletedLocal = storage.NoTimestamp, 0
+		}
+		if maxPartitionBytes > 0 && stats.Bytes > maxPartitionBytes && stats.Bytes > oldBytes {
+			e := Errorf(kvpb.Error_PARTITION_TOO_LARGE,
+				"logical partition would grow to %d bytes, over the limit of %d bytes", stats.Bytes, maxPartitionBytes)
+			e.PB.Current = &kvpb.Descriptor{Start: ps.token, End: ps.token}
+			return nil, rejection{e}
+		}
+		skey := storage.StatsKey(st.table, ps.token, ps.pk)
+		if stats.IsEmpty() {
+			if !ps.stats.IsEmpty() {
+				out = append(out, write{key: skey})
+			}
+		} else {
+			out = append(out, write{key: skey, value: storage.AppendStats(nil, stats)})
+		}
+	}
+	return out, nil
+}
+
+// encodedLen is the stored size of a row as it was read.
+func encodedLen(r *storage.Row) int { return len(storage.AppendRow(nil, r)) }
+
+// eachStored loads every stored row in span into the stage's cache and
+// calls touch with its clustering key.
+func (st *stage) eachStored(ps *partStage, span storage.Span, touch func(string)) error {
+	it, err := st.r.NewIter(span)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k, err := storage.DecodeRowKey(it.Key())
+		if err != nil {
+			return err
+		}
+		ck := string(k.CK)
+		if _, ok := ps.storedCached[ck]; !ok {
+			r, err := storage.DecodeRow(append([]byte(nil), it.Value()...))
+			if err != nil {
+				return fmt.Errorf("row %x: %w", it.Key(), err)
+			}
+			ps.storedCached[ck] = &r
+		}
+		touch(ck)
+	}
+	return it.Error()
+}
+
+// purgeBelow drops what a partition deletion at ts shadows.
+func purgeBelow(r *storage.Row, ts int64) {
+	if ts == storage.NoTimestamp {
+		return
+	}
+	kept := r.Cells[:0]
+	for _, c := range r.Cells {
+		if c.Timestamp > ts {
+			kept = append(kept, c)
+		}
+	}
+	r.Cells = kept
+	if r.MarkerTS != storage.NoTimestamp && r.MarkerTS <= ts {
+		r.MarkerTS, r.MarkerTTL, r.MarkerExpiry = storage.NoTimestamp, 0, 0
+	}
+	if r.DeletedAt != storage.NoTimestamp && r.DeletedAt <= ts {
+		r.DeletedAt, r.DeletedLocal = storage.NoTimestamp, 0
+	}
+}
+
+// SliceSpan converts a clustering range of one partition to a key span.
+// prefix is the partition's row-key prefix (which is also the key of its
+// static row). Bound keys are clustering-key prefixes: an inclusive bound
+// includes every key that starts with it, an exclusive one excludes them.
+// The static row is never inside a slice.
+func SliceSpan(prefix []byte, start, end *kvpb.Bound) storage.Span {
+	join := func(k []byte) []byte { return append(append(make([]byte, 0, len(prefix)+len(k)+1), prefix...), k...) }
+	var s, e []byte
+	switch {
+	case start == nil || len(start.GetKey()) == 0:
+		s = append(join(nil), 0x00)
+	case start.GetInclusive():
+		s = join(start.GetKey())
+	default:
+		s = storage.PrefixEnd(join(start.GetKey()))
+	}
+	switch {
+	case end == nil || len(end.GetKey()) == 0:
+		e = storage.PrefixEnd(prefix)
+	case end.GetInclusive():
+		e = storage.PrefixEnd(join(end.GetKey()))
+	default:
+		e = join(end.GetKey())
+	}
+	return storage.Span{Start: s, End: e}
+}
+
+// evalCondition evaluates one condition against the current state.
+func (st *stage) evalCondition(c *kvpb.Condition) (bool, *kvpb.CurrentRow, error) {
+	ps := st.part(c.GetToken(), c.GetPk())
+	row, exists, err := st.current(ps, c.GetCk())
+	if err != nil {
+		return false, nil, err
+	}
+	cur := &kvpb.CurrentRow{Exists: exists}
+	if exists {
+		cur.Row = storage.AppendRow(nil, &row)
+	}
+	var static storage.Row
+	if len(c.GetStaticColumns()) > 0 {
+		var sok bool
+		if static, sok, err = st.current(ps, nil); err != nil {
+			return false, nil, err
+		}
+		if sok {
+			cur.StaticRow = storage.AppendRow(nil, &static)
+		}
+	}
+	switch c.GetKind() {
+	case kvpb.Condition_NOT_EXISTS:
+		return !exists, cur, nil
+	case kvpb.Condition_EXISTS:
+		return exists, cur, nil
+	}
+	ok := true
+	for _, cc := range c.GetColumns() {
+		r, err := columnHolds(&row, cc)
+		if err != nil {
+			return false, nil, err
+		}
+		ok = ok && r
+	}
+	for _, cc := range c.GetStaticColumns() {
+		r, err := columnHolds(&static, cc)
+		if err != nil {
+			return false, nil, err
+		}
+		ok = ok && r
+	}
+	return ok, cur, nil
+}
+
+// columnHolds evaluates `IF column[element] op value` against a live row.
+func columnHolds(row *storage.Row, cc *kvpb.ColumnCondition) (bool, error) {
+	t, err := cqltype.Parse(cc.GetType())
+	if err != nil {
+		return false, reject(kvpb.Error_INVALID, "condition on column %d: bad type %q", cc.GetColumn(), cc.GetType())
+	}
+	var v []byte // nil = null
+	if c := row.Cell(cc.GetColumn()); c != nil {
+		v = c.Value
+	}
+	if cc.GetHasElement() {
+		if v, err = element(t, v, cc.GetElement()); err != nil {
+			return false, err
+		}
+		if t, err = cqltype.Parse(cc.GetElementType()); err != nil {
+			return false, reject(kvpb.Error_INVALID, "condition on column %d: bad element type %q", cc.GetColumn(), cc.GetElementType())
+		}
+	}
+	vals, nulls := cc.GetValues(), cc.GetNullValues()
+	isNull := func(i int) bool { return i < len(nulls) && nulls[i] }
+	switch cc.GetOp() {
+	case kvpb.ColumnCondition_IN:
+		for i, w := range vals {
+			if (isNull(i) && v == nil) || (!isNull(i) && v != nil && cqltype.Compare(t, v, w) == 0) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if len(vals) != 1 {
+		return false, reject(kvpb.Error_INVALID, "condition on column %d needs one value", cc.GetColumn())
+	}
+	if isNull(0) || v == nil {
+		both := isNull(0) && v == nil
+		switch cc.GetOp() {
+		case kvpb.ColumnCondition_EQ:
+			return both, nil
+		case kvpb.ColumnCondition_NE:
+			return !both, nil
+		}
+		return false, nil
+	}
+	cmp := cqltype.Compare(t, v, vals[0])
+	switch cc.GetOp() {
+	case kvpb.ColumnCondition_EQ:
+		return cmp == 0, nil
+	case kvpb.ColumnCondition_NE:
+		return cmp != 0, nil
+	case kvpb.ColumnCondition_LT:
+		return cmp < 0, nil
+	case kvpb.ColumnCondition_LE:
+		return cmp <= 0, nil
+	case kvpb.ColumnCondition_GT:
+		return cmp > 0, nil
+	case kvpb.ColumnCondition_GE:
+		return cmp >= 0, nil
+	}
+	return false, reject(kvpb.Error_INVALID, "unknown condition operator %d", cc.GetOp())
+}
+
+// element extracts a map value by serialized key or a list element by
+// serialized int index; nil when absent.
+func element(t cqltype.Type, v, key []byte) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch t.Kind {
+	case cqltype.Map:
+		keys, vals, err := cqltype.DecodeMap(v)
+		if err != nil {
+			return nil, reject(kvpb.Error_INVALID, "stored map: %v", err)
+		}
+		for i := range keys {
+			if cqltype.Compare(t.Elems[0], keys[i], key) == 0 {
+				return vals[i], nil
+			}
+		}
+		return nil, nil
+	case cqltype.List:
+		if len(key) != 4 {
+			return nil, reject(kvpb.Error_INVALID, "list index must be an int")
+		}
+		i := int32(binary.BigEndian.Uint32(key))
+		elems, err := cqltype.DecodeCollection(v)
+		if err != nil {
+			return nil, reject(kvpb.Error_INVALID, "stored list: %v", err)
+		}
+		if i < 0 || int(i) >= len(elems) {
+			return nil, nil
+		}
+		return elems[i], nil
+	}
+	return nil, reject(kvpb.Error_INVALID, "element access on a %s column", t)
+}

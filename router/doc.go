@@ -1,0 +1,18 @@
+// Package router sends key-value requests to the replica that can serve
+// them, wherever it runs.
+//
+// Request path: the CQL layer computes a partition key's token; the router
+// finds the physical partition holding it in the table's ring (the watched
+// routing copy in cluster.Meta), picks the replica to ask (the leader for
+// writes and linearizable reads, the local replica when there is one for
+// reads at ONE), and calls it in process or over the internal gRPC service.
+//
+// Retries. A request is retried transparently when the answer proves it was
+// not applied: NOT_LEADER (try the named leader), RANGE_MISMATCH (the ring
+// changed under a split or move: wait for the newer routing copy), NOT_FOUND
+// (the replica moved away), or a node that cannot be reached before the
+// request was sent. A write whose outcome is unknown (the leader died after
+// receiving it) is never retried here: the client gets a timeout, as
+// Cassandra gives it, because some writes (counters, list appends) are not
+// idempotent.
+package router

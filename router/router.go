@@ -1,0 +1,413 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/consensus"
+	"github.com/cosmosd/cosmosd/partition"
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+)
+
+// Config configures a Router.
+type Config struct {
+	NodeID consensus.NodeID
+	Store  *partition.Store
+	Meta   *cluster.Meta
+	// DialOptions for internal gRPC connections; default insecure (TLS is
+	// a configuration option of the daemon).
+	DialOptions []grpc.DialOption
+	Logger      *slog.Logger
+}
+
+// Router routes requests to partitions. Safe for concurrent use.
+type Router struct {
+	cfg Config
+
+	leaders sync.Map // partition id → consensus.NodeID hint
+
+	connMu sync.Mutex
+	conns  map[consensus.NodeID]*nodeConn
+}
+
+type nodeConn struct {
+	addr string
+	conn *grpc.ClientConn
+	kv   kvpb.InternalClient
+}
+
+// New returns a router.
+func New(cfg Config) *Router {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.DialOptions) == 0 {
+		cfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	return &Router{cfg: cfg, conns: map[consensus.NodeID]*nodeConn{}}
+}
+
+// Errors the router returns, matched with errors.Is.
+var (
+	// ErrNoPartition: the table has no partition for the token (the table
+	// was dropped, or its ring is not yet visible).
+	ErrNoPartition = errors.New("router: no partition holds the token")
+)
+
+// Target says where a request goes.
+type Target struct {
+	Table uint64
+	Token int64
+	// Partition, when non-zero, addresses a partition directly (scans);
+	// Token is then ignored.
+	Partition uint64
+	// Leader requires the leader (writes, linearizable reads).
+	Leader bool
+}
+
+func (r *Router) lookup(t Target) (*kvpb.Descriptor, error) {
+	st := r.cfg.Meta.State()
+	if t.Partition != 0 {
+		if d := st.Partition(t.Partition); d != nil {
+			return d, nil
+		}
+		return nil, fmt.Errorf("%w: partition %d is gone", ErrNoPartition, t.Partition)
+	}
+	d := st.Ring(t.Table).Lookup(t.Token)
+	if d == nil {
+		return nil, fmt.Errorf("%w: table %d token %d", ErrNoPartition, t.Table, t.Token)
+	}
+	return d, nil
+}
+
+// candidates orders the nodes to try for desc.
+func (r *Router) candidates(desc *kvpb.Descriptor, leader bool) []consensus.NodeID {
+	var out []consensus.NodeID
+	seen := map[consensus.NodeID]bool{}
+	add := func(n consensus.NodeID) {
+		if n != 0 && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	isReplica := func(n consensus.NodeID) bool {
+		for _, rd := range desc.GetReplicas() {
+			if consensus.NodeID(rd.GetNodeId()) == n && !rd.GetLearner() {
+				return true
+			}
+		}
+		return false
+	}
+	if h, ok := r.leaders.Load(desc.GetId()); ok && isReplica(h.(consensus.NodeID)) {
+		add(h.(consensus.NodeID))
+	}
+	if isReplica(r.cfg.NodeID) {
+		add(r.cfg.NodeID)
+	}
+	voters := make([]consensus.NodeID, 0, len(desc.GetReplicas()))
+	for _, rd := range desc.GetReplicas() {
+		if !rd.GetLearner() {
+			voters = append(voters, consensus.NodeID(rd.GetNodeId()))
+		}
+	}
+	// Spread first attempts of different requests when there is no hint.
+	rand.Shuffle(len(voters), func(i, j int) { voters[i], voters[j] = voters[j], voters[i] })
+	for _, v := range voters {
+		add(v)
+	}
+	return out
+}
+
+// attempt is one try at one node; outcome says what to do next.
+type outcome int
+
+const (
+	done         outcome = iota // return the result
+	tryNext                     // try another node (not applied)
+	refreshRoute                // wait for a newer ring, then look up again
+	retryHint                   // retry on the hinted leader
+)
+
+// classify decides what an error means for routing.
+func (r *Router) classify(desc *kvpb.Descriptor, node consensus.NodeID, err error, sent bool) outcome {
+	switch partition.ErrorCode(err) {
+	case kvpb.Error_NOT_LEADER:
+		var pe *partition.Error
+		if errors.As(err, &pe) && pe.PB.GetLeaderNode() != 0 && consensus.NodeID(pe.PB.GetLeaderNode()) != node {
+			r.leaders.Store(desc.GetId(), consensus.NodeID(pe.PB.GetLeaderNode()))
+			return retryHint
+		}
+		r.leaders.Delete(desc.GetId())
+		return tryNext
+	case kvpb.Error_RANGE_MISMATCH:
+		return refreshRoute
+	case kvpb.Error_NOT_FOUND:
+		return tryNext
+	case kvpb.Error_UNKNOWN:
+		if !sent {
+			return tryNext
+		}
+	}
+	return done
+}
+
+// do runs call against the replicas of the partition the target names,
+// retrying as the package documentation describes, until ctx ends.
+func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ctx context.Context, node consensus.NodeID, desc *kvpb.Descriptor) (sent bool, err error)) error {
+	backoff := 5 * time.Millisecond
+	var lastErr error
+	for {
+		if err := ctx.Err(); err != nil {
+			if lastErr != nil {
+				return lastErr
+			}
+			return err
+		}
+		desc, err := r.lookup(t)
+		if err != nil {
+			lastErr = err
+			if !r.waitMeta(ctx, backoff) {
+				return lastErr
+			}
+			backoff = min(2*backoff, 200*time.Millisecond)
+			continue
+		}
+		cands := r.candidates(desc, t.Leader)
+		tried := map[consensus.NodeID]int{}
+	nodes:
+		for len(cands) > 0 {
+			node := cands[0]
+			cands = cands[1:]
+			if tried[node] >= 2 {
+				continue
+			}
+			tried[node]++
+			sent, err := call(ctx, node, desc)
+			if err == nil {
+				if t.Leader {
+					r.leaders.Store(desc.GetId(), node)
+				}
+				return nil
+			}
+			lastErr = err
+			if ctx.Err() != nil {
+				return lastErr
+			}
+			switch r.classify(desc, node, err, sent && !idempotent) {
+			case done:
+				return err
+			case retryHint:
+				if h, ok := r.leaders.Load(desc.GetId()); ok {
+					cands = append([]consensus.NodeID{h.(consensus.NodeID)}, cands...)
+				}
+			case refreshRoute:
+				break nodes
+			}
+		}
+		// Every candidate failed retryably: leadership is moving or the
+		// ring changed. Back off a little and look again.
+		if !r.waitMeta(ctx, backoff) {
+			return lastErr
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// waitMeta waits for a metadata change or d, whichever first; false when
+// ctx ended.
+func (r *Router) waitMeta(ctx context.Context, d time.Duration) bool {
+	ch, unsub := r.cfg.Meta.Subscribe()
+	defer unsub()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-ch:
+	case <-t.C:
+	}
+	return true
+}
+
+// Write sends a write to the leader of the partition holding t.Token (or
+// t.Partition) and fills in the request's partition id and generation.
+func (r *Router) Write(ctx context.Context, t Target, req *kvpb.WriteRequest) (*kvpb.WriteResponse, error) {
+	t.Leader = true
+	var resp *kvpb.WriteResponse
+	err := r.do(ctx, t, false, func(ctx context.Context, node consensus.NodeID, desc *kvpb.Descriptor) (bool, error) {
+		req.PartitionId, req.Generation, req.TableId = desc.GetId(), desc.GetGeneration(), desc.GetTableId()
+		var err error
+		var sent bool
+		resp, sent, err = r.write(ctx, node, req)
+		return sent, err
+	})
+	return resp, err
+}
+
+// Read sends a read to the partition's leader (t.Leader or a linearizable
+// request) or to any replica, preferring this node.
+func (r *Router) Read(ctx context.Context, t Target, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
+	t.Leader = t.Leader || req.GetLinearizable()
+	var resp *kvpb.ReadResponse
+	err := r.do(ctx, t, true, func(ctx context.Context, node consensus.NodeID, desc *kvpb.Descriptor) (bool, error) {
+		req.PartitionId, req.Generation, req.TableId = desc.GetId(), desc.GetGeneration(), desc.GetTableId()
+		var err error
+		resp, err = r.read(ctx, node, req)
+		return true, err
+	})
+	return resp, err
+}
+
+func (r *Router) write(ctx context.Context, node consensus.NodeID, req *kvpb.WriteRequest) (*kvpb.WriteResponse, bool, error) {
+	if node == r.cfg.NodeID {
+		rep, ok := r.cfg.Store.Replica(req.GetPartitionId())
+		if !ok {
+			return nil, false, partition.Errorf(kvpb.Error_NOT_FOUND, "no replica of partition %d on node %d", req.GetPartitionId(), node)
+		}
+		resp, err := rep.Write(ctx, req)
+		return resp, true, err
+	}
+	c, err := r.conn(node)
+	if err != nil {
+		return nil, false, err
+	}
+	resp, err := c.kv.Write(ctx, req)
+	if err != nil {
+		return nil, sentRPC(err), fmt.Errorf("node %d: %w", node, err)
+	}
+	if resp.GetError() != nil {
+		return nil, true, partition.FromPB(resp.GetError())
+	}
+	return resp, true, nil
+}
+
+func (r *Router) read(ctx context.Context, node consensus.NodeID, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
+	if node == r.cfg.NodeID {
+		rep, ok := r.cfg.Store.Replica(req.GetPartitionId())
+		if !ok {
+			return nil, partition.Errorf(kvpb.Error_NOT_FOUND, "no replica of partition %d on node %d", req.GetPartitionId(), node)
+		}
+		return rep.Read(ctx, req)
+	}
+	c, err := r.conn(node)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.kv.Read(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("node %d: %w", node, err)
+	}
+	if resp.GetError() != nil {
+		return nil, partition.FromPB(resp.GetError())
+	}
+	return resp, nil
+}
+
+// sentRPC reports whether a failed RPC may have reached the server.
+func sentRPC(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok {
+		return true
+	}
+	// Unavailable before the stream starts means the connection could not
+	// be made; the request never left.
+	return s.Code() != codes.Unavailable
+}
+
+func (r *Router) conn(node consensus.NodeID) (*nodeConn, error) {
+	info := r.cfg.Meta.State().Nodes[uint64(node)]
+	if info == nil {
+		return nil, partition.Errorf(kvpb.Error_UNKNOWN, "node %d is not registered (down?)", node)
+	}
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
+	if c, ok := r.conns[node]; ok && c.addr == info.PeerAddr {
+		return c, nil
+	} else if ok {
+		_ = c.conn.Close()
+	}
+	cc, err := grpc.NewClient(info.PeerAddr, r.cfg.DialOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("dial node %d at %s: %w", node, info.PeerAddr, err)
+	}
+	c := &nodeConn{addr: info.PeerAddr, conn: cc, kv: kvpb.NewInternalClient(cc)}
+	r.conns[node] = c
+	return c, nil
+}
+
+// Close closes connections. Safe to call twice.
+func (r *Router) Close() {
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
+	for id, c := range r.conns {
+		_ = c.conn.Close()
+		delete(r.conns, id)
+	}
+}
+
+// Server serves the internal service for requests forwarded to this node.
+type Server struct {
+	kvpb.UnimplementedInternalServer
+	store *partition.Store
+}
+
+// NewServer returns the internal service over a node's store.
+func NewServer(store *partition.Store) *Server { return &Server{store: store} }
+
+// Write implements kvpb.InternalServer.
+func (s *Server) Write(ctx context.Context, req *kvpb.WriteRequest) (*kvpb.WriteResponse, error) {
+	rep, ok := s.store.Replica(req.GetPartitionId())
+	if !ok {
+		return &kvpb.WriteResponse{Error: &kvpb.Error{Code: kvpb.Error_NOT_FOUND, Message: fmt.Sprintf("no replica of partition %d here", req.GetPartitionId())}}, nil
+	}
+	resp, err := rep.Write(ctx, req)
+	if err != nil {
+		return &kvpb.WriteResponse{Error: partition.AsPB(err)}, nil
+	}
+	return resp, nil
+}
+
+// Read implements kvpb.InternalServer.
+func (s *Server) Read(ctx context.Context, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
+	rep, ok := s.store.Replica(req.GetPartitionId())
+	if !ok {
+		return &kvpb.ReadResponse{Error: &kvpb.Error{Code: kvpb.Error_NOT_FOUND, Message: fmt.Sprintf("no replica of partition %d here", req.GetPartitionId())}}, nil
+	}
+	resp, err := rep.Read(ctx, req)
+	if err != nil {
+		return &kvpb.ReadResponse{Error: partition.AsPB(err)}, nil
+	}
+	return resp, nil
+}
+
+// ReplicaStatus implements kvpb.InternalServer.
+func (s *Server) ReplicaStatus(ctx context.Context, req *kvpb.ReplicaStatusRequest) (*kvpb.ReplicaStatusResponse, error) {
+	resp, err := s.store.Status(req.GetPartitionIds(), req.GetStats())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "replica status: %v", err)
+	}
+	return resp, nil
+}
+
+// ReplicaStatus asks a node (this one in process) for its replicas.
+func (r *Router) ReplicaStatus(ctx context.Context, node consensus.NodeID, req *kvpb.ReplicaStatusRequest) (*kvpb.ReplicaStatusResponse, error) {
+	if node == r.cfg.NodeID {
+		return r.cfg.Store.Status(req.GetPartitionIds(), req.GetStats())
+	}
+	c, err := r.conn(node)
+	if err != nil {
+		return nil, err
+	}
+	return c.kv.ReplicaStatus(ctx, req)
+}
