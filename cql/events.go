@@ -1,0 +1,166 @@
+package cql
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"reflect"
+	"sync"
+
+	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cql/frame"
+	"github.com/cosmosd/cosmosd/schema"
+)
+
+// EventSource turns changes of the cluster metadata into protocol events:
+// schema changes made on any node, nodes joining and leaving. Every node
+// pushes them to its own registered connections, so drivers learn of a
+// change wherever it happened.
+type EventSource struct {
+	meta   *cluster.Meta
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewEventSource follows meta until Close.
+func NewEventSource(meta *cluster.Meta, logger *slog.Logger) *EventSource {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	es := &EventSource{meta: meta, logger: logger, conns: map[*conn]struct{}{}, cancel: cancel, done: make(chan struct{})}
+	ch, unsub := meta.Subscribe()
+	prev := meta.State()
+	go func() {
+		defer close(es.done)
+		defer unsub()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+			}
+			cur := meta.State()
+			for _, ev := range diffEvents(prev, cur) {
+				es.broadcast(ev)
+			}
+			prev = cur
+		}
+	}()
+	return es
+}
+
+// Close stops following. Safe to call twice.
+func (es *EventSource) Close() {
+	es.cancel()
+	<-es.done
+}
+
+func (es *EventSource) subscribe(c *conn) func() {
+	es.mu.Lock()
+	es.conns[c] = struct{}{}
+	es.mu.Unlock()
+	return func() {
+		es.mu.Lock()
+		delete(es.conns, c)
+		es.mu.Unlock()
+	}
+}
+
+func (es *EventSource) broadcast(ev *frame.Event) {
+	es.mu.Lock()
+	conns := make([]*conn, 0, len(es.conns))
+	for c := range es.conns {
+		conns = append(conns, c)
+	}
+	es.mu.Unlock()
+	for _, c := range conns {
+		c.pushEvent(ev)
+	}
+}
+
+// diffEvents lists the events between two metadata states.
+func diffEvents(prev, cur *cluster.State) []*frame.Event {
+	var out []*frame.Event
+	schemaEv := func(change, target, ks, name string) {
+		out = append(out, &frame.Event{Type: frame.EventSchemaChange, Schema: frame.SchemaChange{Change: change, Target: target, Keyspace: ks, Name: name}})
+	}
+	if prev.Schema != cur.Schema {
+		ps, cs := prev.Schema, cur.Schema
+		for name, ks := range cs.Keyspaces {
+			old, ok := ps.Keyspaces[name]
+			switch {
+			case !ok:
+				schemaEv("CREATED", "KEYSPACE", name, "")
+			case !reflect.DeepEqual(old, ks):
+				schemaEv("UPDATED", "KEYSPACE", name, "")
+			}
+		}
+		for name := range ps.Keyspaces {
+			if _, ok := cs.Keyspaces[name]; !ok {
+				schemaEv("DROPPED", "KEYSPACE", name, "")
+			}
+		}
+		tables := func(s *schema.Schema) map[string]*schema.Table {
+			m := map[string]*schema.Table{}
+			for _, byName := range s.Tables {
+				for _, t := range byName {
+					m[t.QualifiedName()] = t
+				}
+			}
+			return m
+		}
+		pt, ct := tables(ps), tables(cs)
+		for name, t := range ct {
+			old, ok := pt[name]
+			switch {
+			case !ok:
+				schemaEv("CREATED", "TABLE", t.Keyspace, t.Name)
+			case !reflect.DeepEqual(old, t):
+				schemaEv("UPDATED", "TABLE", t.Keyspace, t.Name)
+			}
+		}
+		for name, t := range pt {
+			if _, ok := ct[name]; !ok {
+				schemaEv("DROPPED", "TABLE", t.Keyspace, t.Name)
+			}
+		}
+	}
+	for id, n := range cur.Nodes {
+		if _, ok := prev.Nodes[id]; !ok {
+			addr := nodeAddrPort(n)
+			out = append(out, &frame.Event{Type: frame.EventTopologyChange, Change: frame.TopologyNewNode, Addr: addr},
+				&frame.Event{Type: frame.EventStatusChange, Change: frame.StatusUp, Addr: addr})
+		}
+	}
+	for id, n := range prev.Nodes {
+		if _, ok := cur.Nodes[id]; !ok {
+			out = append(out, &frame.Event{Type: frame.EventStatusChange, Change: frame.StatusDown, Addr: nodeAddrPort(n)})
+		}
+	}
+	return out
+}
+
+func nodeAddrPort(n *cluster.NodeInfo) netip.AddrPort {
+	ap, err := netip.ParseAddrPort(n.CQLAddr)
+	if err == nil {
+		return ap
+	}
+	host, port, err := net.SplitHostPort(n.CQLAddr)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}
+	}
+	a, _ := netip.AddrFromSlice(ips[0])
+	p, _ := netip.ParseAddrPort(net.JoinHostPort(a.Unmap().String(), port))
+	return p
+}

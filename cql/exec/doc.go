@@ -1,0 +1,18 @@
+// Package exec executes CQL statements: it resolves tables in the catalog,
+// turns statements into key-value requests for the router, and builds the
+// results drivers expect, including the virtual system tables they read at
+// connect time.
+//
+// Every statement is handled in two steps that share one code path: analysis
+// binds terms through a binder and produces a plan, execution runs the plan.
+// PREPARE runs analysis with a binder that has no values and only records
+// what each bind marker receives; that is how prepared metadata (variable
+// types, partition-key indexes, result columns) always agrees with what
+// execution accepts.
+//
+// Errors are *Error values carrying the CQL error code; the server encodes
+// them. Bad input never panics and never reaches storage: values are
+// validated against their column types, sizes against the configured
+// limits, and restrictions against Cassandra's rules, with Cassandra's
+// messages where drivers or users may match on them.
+package exec

@@ -1,0 +1,335 @@
+package exec
+
+import (
+	"context"
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cql/parser"
+	"github.com/cosmosd/cosmosd/partition"
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/router"
+	"github.com/cosmosd/cosmosd/schema"
+)
+
+// Placer chooses the replicas of a new table's physical partitions.
+type Placer interface {
+	// PlaceTable returns n descriptors covering the whole token range of
+	// table (ids allocated, replicas chosen, generation 0).
+	PlaceTable(ctx context.Context, table *schema.Table, n int) ([]*kvpb.Descriptor, error)
+}
+
+// LocalNode describes this node for system.local and system.peers.
+type LocalNode struct {
+	HostID     string // uuid
+	Datacenter string
+	Rack       string
+}
+
+// Config configures an Executor.
+type Config struct {
+	NodeID  uint64
+	Local   LocalNode
+	Meta    *cluster.Meta
+	Catalog *cluster.Catalog
+	Router  *router.Router
+	Placer  Placer
+	// MaxValueBytes bounds one value (default 2 MiB).
+	MaxValueBytes int
+	// LogicalPartitionMaxBytes bounds one logical partition (default 20 GB).
+	LogicalPartitionMaxBytes int64
+	// PhysicalPartitionMaxRU sizes a new table: ceil(throughput / it)
+	// partitions (default 10000).
+	PhysicalPartitionMaxRU int64
+	// PreparedCacheSize bounds the prepared statements kept (default 10000).
+	PreparedCacheSize int
+	// ClusterName is system.local.cluster_name. Default "cosmosd".
+	ClusterName string
+	// ReleaseVersion is what system.local reports. Default "3.11.17", the
+	// version line Cosmos DB's Cassandra API reports, which makes drivers
+	// use system.peers and the system_schema tables.
+	ReleaseVersion string
+	// Now is the clock (tests); nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Executor runs statements. Safe for concurrent use.
+type Executor struct {
+	cfg      Config
+	prepared *preparedCache
+}
+
+// New returns an executor.
+func New(cfg Config) *Executor {
+	if cfg.MaxValueBytes == 0 {
+		cfg.MaxValueBytes = 2 << 20
+	}
+	if cfg.LogicalPartitionMaxBytes == 0 {
+		cfg.LogicalPartitionMaxBytes = 20_000_000_000
+	}
+	if cfg.PhysicalPartitionMaxRU == 0 {
+		cfg.PhysicalPartitionMaxRU = 10_000
+	}
+	if cfg.PreparedCacheSize == 0 {
+		cfg.PreparedCacheSize = 10_000
+	}
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = "cosmosd"
+	}
+	if cfg.ReleaseVersion == "" {
+		cfg.ReleaseVersion = "3.11.17"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Executor{cfg: cfg, prepared: newPreparedCache(cfg.PreparedCacheSize)}
+}
+
+// Session is the per-connection state. Safe for concurrent use: requests
+// of one connection run concurrently.
+type Session struct {
+	mu       sync.Mutex
+	keyspace string
+}
+
+// Keyspace returns the current keyspace (USE).
+func (s *Session) Keyspace() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keyspace
+}
+
+func (s *Session) setKeyspace(ks string) {
+	s.mu.Lock()
+	s.keyspace = ks
+	s.mu.Unlock()
+}
+
+// Consistency levels (protocol values).
+const (
+	Any         uint16 = 0x0000
+	One         uint16 = 0x0001
+	Two         uint16 = 0x0002
+	Three       uint16 = 0x0003
+	Quorum      uint16 = 0x0004
+	All         uint16 = 0x0005
+	LocalQuorum uint16 = 0x0006
+	EachQuorum  uint16 = 0x0007
+	Serial      uint16 = 0x0008
+	LocalSerial uint16 = 0x0009
+	LocalOne    uint16 = 0x000A
+)
+
+// linearizable reports whether reads at cl must be linearizable: QUORUM and
+// stronger are; ONE-like levels may read any replica's applied state.
+func linearizable(cl uint16) bool {
+	switch cl {
+	case One, Two, Three, LocalOne, Any:
+		return false
+	}
+	return true
+}
+
+// Request carries a statement's parameters.
+type Request struct {
+	Consistency       uint16
+	SerialConsistency uint16
+	Values            []Value
+	Names             []string
+	// PageSize <= 0 means no paging.
+	PageSize    int32
+	PagingState []byte
+	// Timestamp is the client's default timestamp (µs) when HasTimestamp.
+	Timestamp    int64
+	HasTimestamp bool
+}
+
+// ResultKind is the kind of a Result.
+type ResultKind int
+
+// Result kinds.
+const (
+	ResultVoid ResultKind = iota
+	ResultRows
+	ResultSetKeyspace
+	ResultPrepared
+	ResultSchemaChange
+)
+
+// Rows is a rows result.
+type Rows struct {
+	Columns     []ColumnSpec
+	Rows        [][][]byte
+	PagingState []byte // non-nil: more pages
+}
+
+// SchemaChange describes a DDL effect.
+type SchemaChange struct {
+	Change   string // CREATED, UPDATED, DROPPED
+	Target   string // KEYSPACE, TABLE
+	Keyspace string
+	Name     string
+}
+
+// Result is a statement's outcome.
+type Result struct {
+	Kind     ResultKind
+	Rows     *Rows
+	Keyspace string
+	Change   *SchemaChange
+	Prepared *Prepared
+	// Charge is the request's cost in request units.
+	Charge float64
+}
+
+var voidResult = &Result{Kind: ResultVoid}
+
+// Query parses and runs one statement.
+func (e *Executor) Query(ctx context.Context, sess *Session, query string, req Request) (*Result, error) {
+	stmt, err := parse(query)
+	if err != nil {
+		return nil, err
+	}
+	markers := len(parser.BindMarkers(stmt))
+	b, err := newBinder(req.Values, req.Names, markers, e.cfg.Now(), e.cfg.MaxValueBytes)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(ctx, sess, stmt, b, req, query)
+}
+
+func parse(query string) (parser.Statement, error) {
+	stmt, err := parser.Parse(query)
+	if err != nil {
+		var se *parser.SyntaxError
+		if errors.As(err, &se) {
+			return nil, Syntax("%s", se.Error())
+		}
+		return nil, Syntax("%v", err)
+	}
+	return stmt, nil
+}
+
+// run dispatches a parsed statement.
+func (e *Executor) run(ctx context.Context, sess *Session, stmt parser.Statement, b *binder, req Request, text string) (*Result, error) {
+	switch s := stmt.(type) {
+	case *parser.SelectStmt:
+		return e.runSelect(ctx, sess, s, b, req, text)
+	case *parser.InsertStmt, *parser.UpdateStmt, *parser.DeleteStmt:
+		return e.runModify(ctx, sess, s, b, req)
+	case *parser.BatchStmt:
+		return e.runBatchStmt(ctx, sess, s, b, req)
+	case *parser.UseStmt:
+		return e.use(sess, s.Keyspace)
+	case *parser.CreateKeyspaceStmt:
+		return e.createKeyspace(ctx, s)
+	case *parser.AlterKeyspaceStmt:
+		return e.alterKeyspace(ctx, s)
+	case *parser.DropKeyspaceStmt:
+		return e.dropKeyspace(ctx, s)
+	case *parser.CreateTableStmt:
+		return e.createTable(ctx, sess, s)
+	case *parser.AlterTableStmt:
+		return e.alterTable(ctx, sess, s)
+	case *parser.DropTableStmt:
+		return e.dropTable(ctx, sess, s)
+	case *parser.TruncateStmt:
+		return e.truncate(ctx, sess, s)
+	case *parser.CreateIndexStmt, *parser.DropIndexStmt:
+		return nil, Invalid("Secondary indexes are not supported by cosmosd")
+	case *parser.CreateTypeStmt, *parser.DropTypeStmt:
+		return nil, Invalid("User-defined types are not supported by cosmosd")
+	case *parser.UnsupportedStmt:
+		return nil, Invalid("%s is not supported by cosmosd", s.What)
+	}
+	return nil, Invalid("unsupported statement %T", stmt)
+}
+
+func (e *Executor) use(sess *Session, ks string) (*Result, error) {
+	if !isSystemKeyspace(ks) && e.cfg.Meta.State().Schema.Keyspaces[ks] == nil {
+		return nil, Invalid("Keyspace '%s' does not exist", ks)
+	}
+	sess.setKeyspace(ks)
+	return &Result{Kind: ResultSetKeyspace, Keyspace: ks}, nil
+}
+
+// resolveTable finds a table named in a statement. System tables resolve
+// to their virtual definitions.
+func (e *Executor) resolveTable(sess *Session, name parser.TableName) (*schema.Table, *virtualTable, error) {
+	ks := name.Keyspace
+	if ks == "" {
+		ks = sess.Keyspace()
+		if ks == "" {
+			return nil, nil, Invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+		}
+	}
+	if vt := lookupVirtual(ks, name.Name); vt != nil {
+		return vt.table, vt, nil
+	}
+	st := e.cfg.Meta.State().Schema
+	if isSystemKeyspace(ks) {
+		return nil, nil, Invalid("unconfigured table %s", name.Name)
+	}
+	if st.Keyspaces[ks] == nil {
+		return nil, nil, Invalid("Keyspace %s does not exist", ks)
+	}
+	t := st.Table(ks, name.Name)
+	if t == nil {
+		return nil, nil, Invalid("unconfigured table %s", name.Name)
+	}
+	return t, nil, nil
+}
+
+// timeout errors from the key-value layer become CQL errors.
+func kvError(err error, cl uint16, write bool) error {
+	if err == nil {
+		return nil
+	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	msg := err.Error()
+	switch partition.ErrorCode(err) {
+	case kvpb.Error_UNAVAILABLE:
+		return &Error{Code: CodeUnavailable, Message: msg, Consistency: cl, Required: 3, Alive: 2}
+	case kvpb.Error_TIMEOUT:
+		if write {
+			return &Error{Code: CodeWriteTimeout, Message: msg, Consistency: cl, Required: 3, WriteType: "SIMPLE"}
+		}
+		return &Error{Code: CodeReadTimeout, Message: msg, Consistency: cl, Required: 3}
+	case kvpb.Error_OVERLOADED:
+		return newErr(CodeOverloaded, "%s", msg)
+	case kvpb.Error_INVALID, kvpb.Error_PARTITION_TOO_LARGE:
+		return Invalid("%s", strings.TrimPrefix(msg, "INVALID: "))
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		if write {
+			return &Error{Code: CodeWriteTimeout, Message: "Operation timed out: " + msg, Consistency: cl, Required: 3, WriteType: "SIMPLE"}
+		}
+		return &Error{Code: CodeReadTimeout, Message: "Operation timed out: " + msg, Consistency: cl, Required: 3}
+	}
+	if errors.Is(err, router.ErrNoPartition) {
+		return Invalid("%s", msg)
+	}
+	return ServerError("%s", msg)
+}
+
+// preparedID derives a statement id as Cassandra does: an MD5 of the query
+// text and the keyspace it was prepared in.
+func preparedID(keyspace, query string) []byte {
+	h := md5.Sum([]byte(keyspace + "\x00" + query))
+	return h[:]
+}
+
+var _ = fmt.Sprintf

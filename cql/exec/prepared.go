@@ -1,0 +1,233 @@
+package exec
+
+import (
+	"container/list"
+	"context"
+	"sync"
+
+	"github.com/cosmosd/cosmosd/cql/parser"
+	"github.com/cosmosd/cosmosd/schema"
+)
+
+// Prepared is a prepared statement.
+type Prepared struct {
+	ID       []byte
+	Query    string
+	Keyspace string // the session keyspace it was prepared in
+	Stmt     parser.Statement
+	// Variables describes the bind markers in order.
+	Variables []ColumnSpec
+	// PKIndices maps partition-key columns to variable indexes; empty when
+	// some partition-key column is not bound by a marker.
+	PKIndices []uint16
+	// ResultColumns describes the rows of a SELECT (nil otherwise).
+	ResultColumns []ColumnSpec
+	markers       int
+}
+
+// preparedCache is a bounded LRU of prepared statements. Safe for
+// concurrent use.
+type preparedCache struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List
+	byID  map[string]*list.Element
+}
+
+func newPreparedCache(max int) *preparedCache {
+	return &preparedCache{max: max, order: list.New(), byID: map[string]*list.Element{}}
+}
+
+func (c *preparedCache) get(id []byte) (*Prepared, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byID[string(id)]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*Prepared), true
+}
+
+func (c *preparedCache) put(p *Prepared) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byID[string(p.ID)]; ok {
+		el.Value = p
+		c.order.MoveToFront(el)
+		return
+	}
+	c.byID[string(p.ID)] = c.order.PushFront(p)
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.byID, string(last.Value.(*Prepared).ID))
+	}
+}
+
+// Prepare parses and analyses a statement and caches it.
+func (e *Executor) Prepare(ctx context.Context, sess *Session, query string) (*Prepared, error) {
+	stmt, err := parse(query)
+	if err != nil {
+		return nil, err
+	}
+	markers := parser.BindMarkers(stmt)
+	b := newPrepareBinder(len(markers))
+	p := &Prepared{ID: preparedID(sess.Keyspace(), query), Query: query, Keyspace: sess.Keyspace(), Stmt: stmt, markers: len(markers)}
+	var table *schema.Table
+	switch s := stmt.(type) {
+	case *parser.SelectStmt:
+		sp, err := e.analyzeSelect(sess, s, b, Request{Consistency: One})
+		if err != nil {
+			return nil, err
+		}
+		p.ResultColumns = sp.sel.specs()
+		table = sp.t
+	case *parser.InsertStmt, *parser.UpdateStmt, *parser.DeleteStmt:
+		mp, err := e.analyzeModify(sess, stmt, b, modContext{})
+		if err != nil {
+			return nil, err
+		}
+		table = mp.table
+		if mp.cond != nil {
+			p.ResultColumns = casColumns(mp)
+		}
+	case *parser.BatchStmt:
+		for _, st := range s.Statements {
+			if _, err := e.analyzeModify(sess, st, b, modContext{inBatch: true}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p.Variables = b.specs
+	for i := range p.Variables {
+		if p.Variables[i].Name == "" {
+			// A marker analysis never reached (e.g. in a clause the
+			// statement kind ignores) still needs a type for drivers.
+			p.Variables[i].Name = "[unknown]"
+			p.Variables[i].Type = blobType
+		}
+	}
+	if table != nil {
+		p.PKIndices = pkIndices(table, stmt, markers)
+	}
+	e.prepared.put(p)
+	return p, nil
+}
+
+// casColumns is the result metadata of a conditional statement.
+func casColumns(mp *modPlan) []ColumnSpec {
+	t := mp.table
+	return []ColumnSpec{{Keyspace: t.Keyspace, Table: t.Name, Name: "[applied]", Type: boolType}}
+}
+
+// pkIndices maps each partition-key column to the marker that binds it by
+// equality (WHERE pk = ? or INSERT ... VALUES (?)).
+func pkIndices(t *schema.Table, stmt parser.Statement, markers []*parser.BindMarker) []uint16 {
+	bound := map[string]int{}
+	eq := func(col string, term parser.Term) {
+		if m, ok := term.(*parser.BindMarker); ok {
+			bound[col] = m.Index
+		}
+	}
+	var where []parser.Relation
+	switch s := stmt.(type) {
+	case *parser.InsertStmt:
+		for i, c := range s.Columns {
+			if i < len(s.Values) {
+				eq(c, s.Values[i])
+			}
+		}
+	case *parser.SelectStmt:
+		where = s.Where
+	case *parser.UpdateStmt:
+		where = s.Where
+	case *parser.DeleteStmt:
+		where = s.Where
+	}
+	for _, r := range where {
+		if r.Kind == parser.RelColumn && r.Op == parser.OpEq {
+			eq(r.Column, r.Value)
+		}
+	}
+	var out []uint16
+	for _, c := range t.PartitionKey() {
+		i, ok := bound[c.Name]
+		if !ok {
+			return nil
+		}
+		out = append(out, uint16(i))
+	}
+	return out
+}
+
+// Execute runs a prepared statement. ErrUnprepared (an *Error with code
+// Unprepared) asks the client to prepare it again.
+func (e *Executor) Execute(ctx context.Context, sess *Session, id []byte, req Request) (*Result, error) {
+	p, ok := e.prepared.get(id)
+	if !ok {
+		return nil, &Error{Code: CodeUnprepared, Message: "Prepared query with ID " + hexID(id) + " not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", PreparedID: id}
+	}
+	b, err := newBinder(req.Values, req.Names, p.markers, e.cfg.Now(), e.cfg.MaxValueBytes)
+	if err != nil {
+		return nil, err
+	}
+	ps := &Session{keyspace: p.Keyspace}
+	if p.Keyspace == "" {
+		ps = sess
+	}
+	return e.run(ctx, ps, p.Stmt, b, req, p.Query)
+}
+
+func hexID(id []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(id))
+	for _, b := range id {
+		out = append(out, digits[b>>4], digits[b&15])
+	}
+	return string(out)
+}
+
+// BatchStatement is one statement of a protocol BATCH message: query text
+// or a prepared id, with its values.
+type BatchStatement struct {
+	Query  string
+	ID     []byte
+	Values []Value
+}
+
+// Batch runs a protocol BATCH message.
+func (e *Executor) Batch(ctx context.Context, sess *Session, kind parser.BatchKind, stmts []BatchStatement, req Request) (*Result, error) {
+	items := make([]batchItem, 0, len(stmts))
+	for _, bs := range stmts {
+		var stmt parser.Statement
+		ksSess := sess
+		if bs.ID != nil {
+			p, ok := e.prepared.get(bs.ID)
+			if !ok {
+				return nil, &Error{Code: CodeUnprepared, Message: "Prepared query with ID " + hexID(bs.ID) + " not found", PreparedID: bs.ID}
+			}
+			stmt = p.Stmt
+			if p.Keyspace != "" {
+				ksSess = &Session{keyspace: p.Keyspace}
+			}
+		} else {
+			var err error
+			if stmt, err = parse(bs.Query); err != nil {
+				return nil, err
+			}
+		}
+		switch stmt.(type) {
+		case *parser.InsertStmt, *parser.UpdateStmt, *parser.DeleteStmt:
+		default:
+			return nil, Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.")
+		}
+		b, err := newBinder(bs.Values, nil, len(parser.BindMarkers(stmt)), e.cfg.Now(), e.cfg.MaxValueBytes)
+		if err != nil {
+			return nil, err
+		}
+		_ = ksSess
+		items = append(items, batchItem{stmt: stmt, b: b, sess: ksSess})
+	}
+	return e.runBatch(ctx, sess, kind, parser.Using{}, items, req)
+}

@@ -1,0 +1,635 @@
+package exec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cosmosd/cosmosd/cql/parser"
+	"github.com/cosmosd/cosmosd/cqltype"
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/schema"
+)
+
+// colRestriction is one relation on one column, with its values bound.
+type colRestriction struct {
+	col    *schema.Column
+	op     parser.Operator
+	values [][]byte // EQ, slices, CONTAINS: one; IN: any number
+	null   bool     // compared with null (never true)
+	// mapKey restricts col[mapKey] (a map entry) instead of col.
+	mapKey []byte
+}
+
+// tupleRestriction is a multi-column relation (c1, c2) op (v1, v2).
+type tupleRestriction struct {
+	cols   []*schema.Column
+	op     parser.Operator
+	tuples [][][]byte // EQ and slices: one tuple; IN: many
+}
+
+// tokenRestriction bounds token(pk...) to [lo, hi].
+type restrictions struct {
+	t      *schema.Table
+	byCol  map[string][]*colRestriction
+	order  []*colRestriction
+	tuples []*tupleRestriction
+	// token restrictions, folded into an inclusive range.
+	hasToken bool
+	tokLo    int64
+	tokHi    int64
+}
+
+// analyzeWhere binds the relations of a WHERE clause.
+func analyzeWhere(t *schema.Table, where []parser.Relation, b *binder) (*restrictions, error) {
+	r := &restrictions{t: t, byCol: map[string][]*colRestriction{}, tokLo: minToken, tokHi: maxToken}
+	spec := func(c *schema.Column, name string, typ cqltype.Type) ColumnSpec {
+		if name == "" {
+			name = c.Name
+		}
+		return ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: name, Type: typ}
+	}
+	for i := range where {
+		rel := &where[i]
+		switch rel.Kind {
+		case parser.RelToken:
+			if err := r.addToken(rel, b); err != nil {
+				return nil, err
+			}
+		case parser.RelTuple:
+			tr := &tupleRestriction{op: rel.Op}
+			var types []cqltype.Type
+			for _, name := range rel.Columns {
+				c := t.Column(name)
+				if c == nil {
+					return nil, Invalid("Undefined column name %s", name)
+				}
+				if c.Kind != schema.Clustering {
+					return nil, Invalid("Multi-column relations can only be applied to clustering columns but was applied to: %s", name)
+				}
+				tr.cols = append(tr.cols, c)
+				types = append(types, c.Type)
+			}
+			for i, c := range tr.cols {
+				if c.Position != tr.cols[0].Position+i {
+					return nil, Invalid("Clustering columns must appear in the PRIMARY KEY order in multi-column relations: %s", tupleText(rel.Columns))
+				}
+			}
+			tt := cqltype.TupleOf(types...)
+			name := tupleText(rel.Columns)
+			switch rel.Op {
+			case parser.OpIn:
+				var terms []parser.Term
+				switch v := rel.Value.(type) {
+				case *parser.InList:
+					terms = v.Elems
+				case *parser.BindMarker:
+					bv, err := b.marker(v, spec(tr.cols[0], "in("+name+")", cqltype.ListOf(frozen(tt))))
+					if err != nil {
+						return nil, err
+					}
+					if !bv.null && !bv.unset {
+						elems, err := cqltype.DecodeCollection(bv.b)
+						if err != nil {
+							return nil, Invalid("Invalid IN value for %s: %v", name, err)
+						}
+						for _, el := range elems {
+							parts, err := cqltype.DecodeTuple(el, len(types))
+							if err != nil {
+								return nil, Invalid("Invalid tuple for %s: %v", name, err)
+							}
+							tr.tuples = append(tr.tuples, parts)
+						}
+					}
+				default:
+					return nil, Invalid("Invalid IN relation on %s", name)
+				}
+				for _, term := range terms {
+					bv, err := b.term(term, spec(tr.cols[0], name, tt))
+					if err != nil {
+						return nil, err
+					}
+					if bv.null || bv.unset {
+						continue
+					}
+					parts, err := cqltype.DecodeTuple(bv.b, len(types))
+					if err != nil {
+						return nil, Invalid("Invalid tuple for %s: %v", name, err)
+					}
+					tr.tuples = append(tr.tuples, parts)
+				}
+			case parser.OpEq, parser.OpLt, parser.OpLte, parser.OpGt, parser.OpGte:
+				bv, err := b.term(rel.Value, spec(tr.cols[0], name, tt))
+				if err != nil {
+					return nil, err
+				}
+				if !b.prepare {
+					if bv.null || bv.unset {
+						return nil, Invalid("Invalid null value in condition for columns: %s", name)
+					}
+					parts, err := cqltype.DecodeTuple(bv.b, len(types))
+					if err != nil {
+						return nil, Invalid("Invalid tuple for %s: %v", name, err)
+					}
+					for i, p := range parts {
+						if p == nil {
+							return nil, Invalid("Invalid null value in condition for column %s", rel.Columns[i])
+						}
+					}
+					tr.tuples = append(tr.tuples, parts)
+				}
+			default:
+				return nil, Invalid("Unsupported operator %s on %s", rel.Op, name)
+			}
+			r.tuples = append(r.tuples, tr)
+		case parser.RelColumn, parser.RelMapEntry:
+			c := t.Column(rel.Column)
+			if c == nil {
+				return nil, Invalid("Undefined column name %s", rel.Column)
+			}
+			cr := &colRestriction{col: c, op: rel.Op}
+			recv := c.Type
+			switch rel.Op {
+			case parser.OpContains:
+				if !c.Type.IsCollection() {
+					return nil, Invalid("Cannot use CONTAINS on non-collection column %s", c.Name)
+				}
+				recv = c.Type.Elems[len(c.Type.Elems)-1]
+			case parser.OpContainsKey:
+				if c.Type.Kind != cqltype.Map {
+					return nil, Invalid("Cannot use CONTAINS KEY on non-map column %s", c.Name)
+				}
+				recv = c.Type.Elems[0]
+			case parser.OpIsNotNull:
+				return nil, Invalid("Unsupported restriction: %s IS NOT NULL", c.Name)
+			}
+			if rel.Kind == parser.RelMapEntry {
+				if c.Type.Kind != cqltype.Map {
+					return nil, Invalid("Column %s cannot be used as a map", c.Name)
+				}
+				kv, err := b.term(rel.MapKey, spec(c, "key("+c.Name+")", c.Type.Elems[0]))
+				if err != nil {
+					return nil, err
+				}
+				if !b.prepare && (kv.null || kv.unset) {
+					return nil, Invalid("Invalid null map key for column %s", c.Name)
+				}
+				cr.mapKey = kv.b
+				recv = c.Type.Elems[1]
+			}
+			if rel.Op == parser.OpIn {
+				switch v := rel.Value.(type) {
+				case *parser.InList:
+					for _, term := range v.Elems {
+						bv, err := b.term(term, spec(c, "", recv))
+						if err != nil {
+							return nil, err
+						}
+						if bv.unset {
+							return nil, Invalid("Invalid unset value for column %s", c.Name)
+						}
+						if !bv.null {
+							cr.values = append(cr.values, bv.b)
+						}
+					}
+				case *parser.BindMarker:
+					bv, err := b.marker(v, spec(c, "in("+c.Name+")", cqltype.ListOf(recv)))
+					if err != nil {
+						return nil, err
+					}
+					if !bv.null && !bv.unset {
+						elems, err := cqltype.DecodeCollection(bv.b)
+						if err != nil {
+							return nil, Invalid("Invalid IN value for %s: %v", c.Name, err)
+						}
+						cr.values = elems
+					} else if !b.prepare {
+						return nil, Invalid("Invalid null value for IN restriction on %s", c.Name)
+					}
+				default:
+					return nil, Invalid("Invalid IN relation on %s", c.Name)
+				}
+				cr.values = dedupeSorted(recv, cr.values)
+			} else {
+				bv, err := b.term(rel.Value, spec(c, "", recv))
+				if err != nil {
+					return nil, err
+				}
+				if bv.unset {
+					return nil, Invalid("Invalid unset value for column %s", c.Name)
+				}
+				if bv.null && !b.prepare {
+					return nil, Invalid("Invalid null value in condition for column %s", c.Name)
+				}
+				cr.values = [][]byte{bv.b}
+				cr.null = bv.null
+			}
+			r.byCol[c.Name] = append(r.byCol[c.Name], cr)
+			r.order = append(r.order, cr)
+		default:
+			return nil, Invalid("unsupported relation")
+		}
+	}
+	for name, rs := range r.byCol {
+		eq := 0
+		for _, cr := range rs {
+			if (cr.op == parser.OpEq || cr.op == parser.OpIn) && cr.mapKey == nil {
+				eq++
+			}
+		}
+		if eq > 0 && len(rs) > 1 {
+			return nil, Invalid("%s cannot be restricted by more than one relation if it includes an Equal", name)
+		}
+	}
+	return r, nil
+}
+
+func frozen(t cqltype.Type) cqltype.Type { t.Frozen = true; return t }
+
+func tupleText(cols []string) string { return "(" + strings.Join(cols, ", ") + ")" }
+
+// dedupeSorted sorts values by the type's order and removes duplicates.
+func dedupeSorted(t cqltype.Type, vals [][]byte) [][]byte {
+	sort.SliceStable(vals, func(i, j int) bool { return cqltype.Compare(t, vals[i], vals[j]) < 0 })
+	out := vals[:0]
+	for i, v := range vals {
+		if i == 0 || cqltype.Compare(t, v, out[len(out)-1]) != 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+const (
+	minToken = -1 << 63
+	maxToken = 1<<63 - 1
+)
+
+func (r *restrictions) addToken(rel *parser.Relation, b *binder) error {
+	pk := r.t.PartitionKey()
+	if len(rel.Columns) != len(pk) {
+		return Invalid("The token() function must be applied to all partition key components or none of them")
+	}
+	for i, c := range pk {
+		if rel.Columns[i] != c.Name {
+			return Invalid("The token function arguments must be in the partition key order: %s", partitionKeyNames(r.t))
+		}
+	}
+	bv, err := b.term(rel.Value, ColumnSpec{Keyspace: r.t.Keyspace, Table: r.t.Name, Name: "partition key token", Type: cqltype.Scalar(cqltype.Bigint)})
+	if err != nil {
+		return err
+	}
+	r.hasToken = true
+	if b.prepare {
+		return nil
+	}
+	if bv.null || bv.unset {
+		return Invalid("Invalid null value for token restriction")
+	}
+	v := int64(int64Of(bv.b))
+	switch rel.Op {
+	case parser.OpEq:
+		r.tokLo, r.tokHi = max(r.tokLo, v), min(r.tokHi, v)
+	case parser.OpGt:
+		if v == maxToken {
+			r.tokLo, r.tokHi = 1, 0 // empty
+		} else {
+			r.tokLo = max(r.tokLo, v+1)
+		}
+	case parser.OpGte:
+		r.tokLo = max(r.tokLo, v)
+	case parser.OpLt:
+		if v == minToken {
+			r.tokLo, r.tokHi = 1, 0
+		} else {
+			r.tokHi = min(r.tokHi, v-1)
+		}
+	case parser.OpLte:
+		r.tokHi = min(r.tokHi, v)
+	default:
+		return Invalid("Unsupported operator %s on token", rel.Op)
+	}
+	return nil
+}
+
+func int64Of(b []byte) uint64 {
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return v
+}
+
+func partitionKeyNames(t *schema.Table) string {
+	var names []string
+	for _, c := range t.PartitionKey() {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// partitionKeys returns the partition keys fully restricted by EQ/IN, or
+// ok=false when the partition key is not fully restricted that way.
+func (r *restrictions) partitionKeys() ([]partitionKey, bool, error) {
+	pk := r.t.PartitionKey()
+	lists := make([][][]byte, len(pk))
+	for i, c := range pk {
+		rs := r.byCol[c.Name]
+		if len(rs) != 1 || (rs[0].op != parser.OpEq && rs[0].op != parser.OpIn) {
+			return nil, false, nil
+		}
+		lists[i] = rs[0].values
+	}
+	var keys []partitionKey
+	seen := map[string]bool{}
+	var err error
+	cartesian(lists, func(vals [][]byte) bool {
+		var k partitionKey
+		if k, err = makePartitionKey(r.t, append([][]byte(nil), vals...)); err != nil {
+			return false
+		}
+		if !seen[string(k.key)] {
+			seen[string(k.key)] = true
+			keys = append(keys, k)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, true, err
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].token != keys[j].token {
+			return keys[i].token < keys[j].token
+		}
+		return string(keys[i].key) < string(keys[j].key)
+	})
+	return keys, true, nil
+}
+
+// cartesian calls fn with every combination of one value per list.
+func cartesian(lists [][][]byte, fn func([][]byte) bool) {
+	cur := make([][]byte, len(lists))
+	var rec func(i int) bool
+	rec = func(i int) bool {
+		if i == len(lists) {
+			return fn(cur)
+		}
+		for _, v := range lists[i] {
+			cur[i] = v
+			if !rec(i + 1) {
+				return false
+			}
+		}
+		return true
+	}
+	rec(0)
+}
+
+// clusteringPlan is how a statement's clustering restrictions map to key
+// slices of a partition.
+type clusteringPlan struct {
+	// prefixes are the encoded clustering prefixes fixed by EQ/IN (one
+	// empty prefix when none), in key order.
+	prefixes [][]byte
+	// eqCols is how many leading clustering columns the prefixes fix.
+	eqCols int
+	// slice bounds on the next column (nil = unbounded), already mapped
+	// to key order for DESC columns.
+	start, end *kvpb.Bound
+	// exact reports that the slices select exactly the restricted rows,
+	// with no further filtering on clustering columns needed.
+	exact bool
+	// needsFiltering reports a restriction Cassandra only accepts with
+	// ALLOW FILTERING.
+	needsFiltering bool
+	// fullKey: every clustering column is fixed by EQ/IN.
+	fullKey bool
+}
+
+// clustering plans the clustering restrictions.
+func (r *restrictions) clustering() (*clusteringPlan, error) {
+	cks := r.t.ClusteringColumns()
+	p := &clusteringPlan{prefixes: [][]byte{nil}, exact: true}
+	// Multi-column relations.
+	var tuple *tupleRestriction
+	for _, tr := range r.tuples {
+		if tuple != nil {
+			p.exact = false
+			continue
+		}
+		tuple = tr
+	}
+	i := 0
+	for ; i < len(cks); i++ {
+		if tuple != nil && tuple.cols[0].Position == i {
+			break
+		}
+		rs := r.byCol[cks[i].Name]
+		if len(rs) != 1 || (rs[0].op != parser.OpEq && rs[0].op != parser.OpIn) || rs[0].mapKey != nil {
+			break
+		}
+		var next [][]byte
+		for _, pre := range p.prefixes {
+			for _, v := range rs[0].values {
+				k, err := encodeClustering(r.t, append(decodedPrefix(r.t, pre, i), v))
+				if err != nil {
+					return nil, err
+				}
+				next = append(next, k)
+			}
+		}
+		p.prefixes = next
+		p.eqCols = i + 1
+	}
+	if tuple != nil && tuple.cols[0].Position == i {
+		switch tuple.op {
+		case parser.OpEq, parser.OpIn:
+			var next [][]byte
+			for _, pre := range p.prefixes {
+				for _, tv := range tuple.tuples {
+					k, err := encodeClustering(r.t, append(decodedPrefix(r.t, pre, i), tv...))
+					if err != nil {
+						return nil, err
+					}
+					next = append(next, k)
+				}
+			}
+			sort.Slice(next, func(a, b int) bool { return string(next[a]) < string(next[b]) })
+			p.prefixes = dedupeBytes(next)
+			i += len(tuple.cols)
+			p.eqCols = i
+		default:
+			// A multi-column slice compares in clustering order, which is
+			// key order, so it maps exactly onto key bounds.
+			if len(tuple.tuples) == 1 {
+				if err := p.keyBound(r.t, i, tuple.tuples[0], tuple.op); err != nil {
+					return nil, err
+				}
+			}
+			i += len(tuple.cols)
+			// Columns after the tuple stay unrestricted.
+		}
+	} else if i < len(cks) {
+		for _, cr := range r.byCol[cks[i].Name] {
+			switch cr.op {
+			case parser.OpLt, parser.OpLte, parser.OpGt, parser.OpGte:
+				if err := p.bound(r.t, cks[i], cr.op, cr.values[0], false); err != nil {
+					return nil, err
+				}
+			default:
+				p.exact = false
+				p.needsFiltering = true
+			}
+		}
+		if len(r.byCol[cks[i].Name]) > 0 {
+			i++
+		}
+	}
+	p.fullKey = p.eqCols == len(cks)
+	// Anything restricted after this point is filtered.
+	for j := i; j < len(cks); j++ {
+		if len(r.byCol[cks[j].Name]) > 0 {
+			p.exact = false
+			p.needsFiltering = true
+		}
+	}
+	for _, tr := range r.tuples {
+		if tr != tuple {
+			p.needsFiltering = true
+		}
+	}
+	sort.Slice(p.prefixes, func(a, b int) bool { return string(p.prefixes[a]) < string(p.prefixes[b]) })
+	p.prefixes = dedupeBytes(p.prefixes)
+	return p, nil
+}
+
+func dedupeBytes(in [][]byte) [][]byte {
+	out := in[:0]
+	for i, v := range in {
+		if i == 0 || string(v) != string(out[len(out)-1]) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// decodedPrefix decodes the first n clustering values of an encoded prefix.
+func decodedPrefix(t *schema.Table, pre []byte, n int) [][]byte {
+	cks := t.ClusteringColumns()
+	out := make([][]byte, 0, n+1)
+	rest := pre
+	for i := 0; i < n; i++ {
+		v, r, err := cqltype.DecodeKey(cks[i].Type, rest, cks[i].Desc)
+		if err != nil {
+			return out
+		}
+		out = append(out, v)
+		rest = r
+	}
+	return out
+}
+
+// bound narrows the slice with `col op v`. loose marks a bound derived from
+// a multi-column slice, which must be inclusive (the filter does the rest).
+func (p *clusteringPlan) bound(t *schema.Table, col *schema.Column, op parser.Operator, v []byte, loose bool) error {
+	if v == nil {
+		return nil
+	}
+	k, err := cqltype.AppendKey(nil, col.Type, v, col.Desc)
+	if err != nil {
+		return Invalid("clustering column %s: %v", col.Name, err)
+	}
+	lower := op == parser.OpGt || op == parser.OpGte
+	inclusive := op == parser.OpGte || op == parser.OpLte || loose
+	if col.Desc {
+		lower = !lower // descending columns store larger values first
+	}
+	b := &kvpb.Bound{Key: k, Inclusive: inclusive}
+	if lower {
+		if p.start != nil {
+			p.exact = false // two lower bounds: keep one, filter the other
+			if string(k) < string(p.start.GetKey()) {
+				return nil
+			}
+		}
+		p.start = b
+	} else {
+		if p.end != nil {
+			p.exact = false
+			if string(k) > string(p.end.GetKey()) {
+				return nil
+			}
+		}
+		p.end = b
+	}
+	return nil
+}
+
+// keyBound sets a bound from a multi-column slice on clustering columns
+// starting at position first: the tuple's key encoding, compared in key
+// (clustering) order.
+func (p *clusteringPlan) keyBound(t *schema.Table, first int, vals [][]byte, op parser.Operator) error {
+	cks := t.ClusteringColumns()
+	var k []byte
+	for i, v := range vals {
+		var err error
+		if k, err = cqltype.AppendKey(k, cks[first+i].Type, v, cks[first+i].Desc); err != nil {
+			return Invalid("clustering column %s: %v", cks[first+i].Name, err)
+		}
+	}
+	b := &kvpb.Bound{Key: k, Inclusive: op == parser.OpGte || op == parser.OpLte}
+	if op == parser.OpGt || op == parser.OpGte {
+		p.start = b
+	} else {
+		p.end = b
+	}
+	return nil
+}
+
+// slices returns the key slices of the plan within one partition.
+func (p *clusteringPlan) slices() []*kvpb.Slice {
+	var out []*kvpb.Slice
+	for _, pre := range p.prefixes {
+		s := &kvpb.Slice{}
+		if p.start != nil {
+			s.Start = &kvpb.Bound{Key: append(append([]byte(nil), pre...), p.start.GetKey()...), Inclusive: p.start.GetInclusive()}
+		} else if len(pre) > 0 {
+			s.Start = &kvpb.Bound{Key: pre, Inclusive: true}
+		}
+		if p.end != nil {
+			s.End = &kvpb.Bound{Key: append(append([]byte(nil), pre...), p.end.GetKey()...), Inclusive: p.end.GetInclusive()}
+		} else if len(pre) > 0 {
+			s.End = &kvpb.Bound{Key: pre, Inclusive: true}
+		}
+		out = append(out, s)
+	}
+	if len(out) == 1 && out[0].Start == nil && out[0].End == nil {
+		return nil
+	}
+	return out
+}
+
+// restrictsPartitionKey reports whether any partition-key column is
+// restricted directly.
+func (r *restrictions) restrictsPartitionKey() bool {
+	for _, c := range r.t.PartitionKey() {
+		if len(r.byCol[c.Name]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// nonKeyColumns returns restricted columns that are not primary-key
+// columns.
+func (r *restrictions) nonKeyColumns() []string {
+	var out []string
+	for _, cr := range r.order {
+		if !cr.col.IsPrimaryKey() {
+			out = append(out, cr.col.Name)
+		}
+	}
+	return out
+}
+
+var _ = fmt.Sprint

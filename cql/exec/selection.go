@@ -1,0 +1,647 @@
+package exec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
+	"github.com/cosmosd/cosmosd/cql/parser"
+	"github.com/cosmosd/cosmosd/cqltype"
+	"github.com/cosmosd/cosmosd/schema"
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+// qrow is one result row before projection: key values and cells.
+type qrow struct {
+	token  int64
+	pk     [][]byte
+	ck     [][]byte // nil for a partition with only static data
+	row    *storage.Row
+	static *storage.Row
+	// virtual rows carry values by column name.
+	virtual map[string][]byte
+	now     int64 // seconds, for ttl()
+}
+
+// cell returns the cell of column c, or nil.
+func (r *qrow) cell(c *schema.Column) *storage.Cell {
+	switch c.Kind {
+	case schema.Static:
+		if r.static != nil {
+			return r.static.Cell(c.ID)
+		}
+	case schema.Regular:
+		if r.row != nil {
+			return r.row.Cell(c.ID)
+		}
+	}
+	return nil
+}
+
+// value returns the value of column c (nil = null).
+func (r *qrow) value(c *schema.Column) []byte {
+	if r.virtual != nil {
+		return r.virtual[c.Name]
+	}
+	switch c.Kind {
+	case schema.PartitionKey:
+		if c.Position < len(r.pk) {
+			return r.pk[c.Position]
+		}
+		return nil
+	case schema.Clustering:
+		if c.Position < len(r.ck) {
+			return r.ck[c.Position]
+		}
+		return nil
+	}
+	if cell := r.cell(c); cell != nil {
+		return cell.Value
+	}
+	return nil
+}
+
+// selector computes one output column from rows.
+type selector interface {
+	spec() ColumnSpec
+	// add feeds a row; aggregates accumulate, others remember the first.
+	add(r *qrow) error
+	// result returns the value for the rows fed since the last reset.
+	result() []byte
+	reset()
+	aggregate() bool
+}
+
+// selection is the projection of a SELECT.
+type selection struct {
+	sels      []selector
+	aggregate bool
+	// columns read by the selectors, to know whether statics are needed.
+	usesStatic bool
+}
+
+func (s *selection) specs() []ColumnSpec {
+	out := make([]ColumnSpec, len(s.sels))
+	for i, sel := range s.sels {
+		out[i] = sel.spec()
+	}
+	return out
+}
+
+// project computes one output row from one input row (non-aggregates).
+func (s *selection) project(r *qrow) ([][]byte, error) {
+	out := make([][]byte, len(s.sels))
+	for i, sel := range s.sels {
+		sel.reset()
+		if err := sel.add(r); err != nil {
+			return nil, err
+		}
+		out[i] = sel.result()
+	}
+	return out, nil
+}
+
+// buildSelection resolves the selectors of a SELECT.
+func buildSelection(t *schema.Table, s *parser.SelectStmt, distinct bool) (*selection, error) {
+	if s.Json {
+		return nil, Invalid("SELECT JSON is not supported by cosmosd")
+	}
+	sel := &selection{}
+	if s.Star {
+		for i := range t.Columns {
+			c := &t.Columns[i]
+			if distinct && c.Kind != schema.PartitionKey && c.Kind != schema.Static {
+				continue
+			}
+			sel.sels = append(sel.sels, &columnSel{t: t, c: c, name: c.Name})
+			sel.usesStatic = sel.usesStatic || c.Kind == schema.Static
+		}
+		return sel, nil
+	}
+	for _, item := range s.Selectors {
+		x, err := buildSelector(t, item.Expr, &sel.usesStatic)
+		if err != nil {
+			return nil, err
+		}
+		if item.Alias != "" {
+			x = &aliasSel{selector: x, alias: item.Alias}
+		}
+		if distinct {
+			if cs, ok := unalias(x).(*columnSel); !ok || (cs.c.Kind != schema.PartitionKey && cs.c.Kind != schema.Static) {
+				return nil, Invalid("SELECT DISTINCT queries must only request partition key columns and/or static columns (not %s)", x.spec().Name)
+			}
+		}
+		sel.aggregate = sel.aggregate || x.aggregate()
+		sel.sels = append(sel.sels, x)
+	}
+	return sel, nil
+}
+
+func unalias(s selector) selector {
+	if a, ok := s.(*aliasSel); ok {
+		return a.selector
+	}
+	return s
+}
+
+func buildSelector(t *schema.Table, e parser.SelectorExpr, usesStatic *bool) (selector, error) {
+	spec := func(name string, typ cqltype.Type) ColumnSpec {
+		return ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: name, Type: typ}
+	}
+	switch e := e.(type) {
+	case *parser.ColumnSel:
+		c := t.Column(e.Name)
+		if c == nil {
+			return nil, Invalid("Undefined column name %s", e.Name)
+		}
+		*usesStatic = *usesStatic || c.Kind == schema.Static
+		return &columnSel{t: t, c: c, name: c.Name}, nil
+	case *parser.CountStar:
+		return &countSel{sp: spec("count", cqltype.Scalar(cqltype.Bigint))}, nil
+	case *parser.CastSel:
+		arg, err := buildSelector(t, e.Arg, usesStatic)
+		if err != nil {
+			return nil, err
+		}
+		return newCast(arg, e.Type, spec(fmt.Sprintf("cast(%s as %s)", arg.spec().Name, e.Type), e.Type))
+	case *parser.FieldSel:
+		return nil, Invalid("Invalid field selection: user-defined types are not supported")
+	case *parser.TermSel:
+		return nil, Invalid("Literal values are not supported as selectors")
+	case *parser.FuncSel:
+		name := strings.ToLower(e.Name)
+		name = strings.TrimPrefix(name, "system.")
+		args := make([]selector, len(e.Args))
+		for i, a := range e.Args {
+			var err error
+			if args[i], err = buildSelector(t, a, usesStatic); err != nil {
+				return nil, err
+			}
+		}
+		argNames := make([]string, len(args))
+		for i, a := range args {
+			argNames[i] = a.spec().Name
+		}
+		display := name + "(" + strings.Join(argNames, ", ") + ")"
+		one := func() (selector, error) {
+			if len(args) != 1 {
+				return nil, Invalid("Invalid number of arguments in call to function system.%s: 1 required but %d provided", name, len(args))
+			}
+			return args[0], nil
+		}
+		switch name {
+		case "token":
+			pk := t.PartitionKey()
+			if len(args) != len(pk) {
+				return nil, Invalid("Invalid number of arguments in call to function system.token: %d required but %d provided", len(pk), len(args))
+			}
+			for i, a := range args {
+				cs, ok := a.(*columnSel)
+				if !ok || cs.c.Name != pk[i].Name {
+					return nil, Invalid("Type error: %s cannot be passed as argument %d of function system.token of type %s", argNames[i], i, pk[i].Type)
+				}
+			}
+			return &tokenSel{sp: spec("system.token("+strings.Join(argNames, ", ")+")", cqltype.Scalar(cqltype.Bigint))}, nil
+		case "writetime", "ttl":
+			a, err := one()
+			if err != nil {
+				return nil, err
+			}
+			cs, ok := a.(*columnSel)
+			if !ok {
+				return nil, Invalid("Invalid argument to %s: a column name is required", name)
+			}
+			if cs.c.IsPrimaryKey() {
+				return nil, Invalid("Cannot use selection function %s on PRIMARY KEY part %s", name, cs.c.Name)
+			}
+			if cs.c.Type.IsMultiCell() {
+				return nil, Invalid("Cannot use selection function %s on non-frozen collection %s", name, cs.c.Name)
+			}
+			typ := cqltype.Scalar(cqltype.Bigint)
+			if name == "ttl" {
+				typ = cqltype.Scalar(cqltype.Int)
+			}
+			return &metaSel{c: cs.c, ttl: name == "ttl", sp: spec(display, typ)}, nil
+		case "count":
+			a, err := one()
+			if err != nil {
+				return nil, err
+			}
+			return &countSel{arg: a, sp: spec(display, cqltype.Scalar(cqltype.Bigint))}, nil
+		case "min", "max", "sum", "avg":
+			a, err := one()
+			if err != nil {
+				return nil, err
+			}
+			typ := a.spec().Type
+			if (name == "sum" || name == "avg") && !isNumeric(typ) {
+				return nil, Invalid("Invalid call to function %s, none of its type signatures match (argument of type %s)", name, typ)
+			}
+			return &aggSel{fn: name, arg: a, typ: typ, sp: spec(display, typ)}, nil
+		case "totimestamp", "dateof", "todate", "tounixtimestamp", "unixtimestampof":
+			a, err := one()
+			if err != nil {
+				return nil, err
+			}
+			out := map[string]cqltype.Kind{"totimestamp": cqltype.Timestamp, "dateof": cqltype.Timestamp, "todate": cqltype.Date,
+				"tounixtimestamp": cqltype.Bigint, "unixtimestampof": cqltype.Bigint}[name]
+			return &timeFnSel{arg: a, out: out, sp: spec(display, cqltype.Scalar(out))}, nil
+		}
+		if strings.HasSuffix(name, "asblob") || strings.HasPrefix(name, "blobas") {
+			a, err := one()
+			if err != nil {
+				return nil, err
+			}
+			var out cqltype.Type
+			if strings.HasSuffix(name, "asblob") {
+				out = cqltype.Scalar(cqltype.Blob)
+			} else if out, err = cqltype.Parse(strings.TrimPrefix(name, "blobas")); err != nil {
+				return nil, Invalid("Unknown function %s", e.Name)
+			}
+			return &castSel{arg: a, to: out, sp: spec(display, out), raw: true}, nil
+		}
+		return nil, Invalid("Unknown function '%s'", e.Name)
+	}
+	return nil, Invalid("unsupported selector %T", e)
+}
+
+func isNumeric(t cqltype.Type) bool {
+	switch t.Kind {
+	case cqltype.Int, cqltype.Bigint, cqltype.Smallint, cqltype.Tinyint, cqltype.Varint, cqltype.Decimal,
+		cqltype.Float, cqltype.Double, cqltype.Counter:
+		return true
+	}
+	return false
+}
+
+type columnSel struct {
+	t    *schema.Table
+	c    *schema.Column
+	name string
+	v    []byte
+}
+
+func (s *columnSel) spec() ColumnSpec {
+	return ColumnSpec{Keyspace: s.t.Keyspace, Table: s.t.Name, Name: s.name, Type: s.c.Type}
+}
+func (s *columnSel) add(r *qrow) error {
+	if s.v == nil {
+		s.v = r.value(s.c)
+	}
+	return nil
+}
+func (s *columnSel) result() []byte  { return s.v }
+func (s *columnSel) reset()          { s.v = nil }
+func (s *columnSel) aggregate() bool { return false }
+
+type aliasSel struct {
+	selector
+	alias string
+}
+
+func (s *aliasSel) spec() ColumnSpec {
+	sp := s.selector.spec()
+	sp.Name = s.alias
+	return sp
+}
+
+type tokenSel struct {
+	sp ColumnSpec
+	v  []byte
+}
+
+func (s *tokenSel) spec() ColumnSpec { return s.sp }
+func (s *tokenSel) add(r *qrow) error {
+	if s.v == nil {
+		s.v = binary.BigEndian.AppendUint64(nil, uint64(r.token))
+	}
+	return nil
+}
+func (s *tokenSel) result() []byte  { return s.v }
+func (s *tokenSel) reset()          { s.v = nil }
+func (s *tokenSel) aggregate() bool { return false }
+
+type metaSel struct {
+	c   *schema.Column
+	ttl bool
+	sp  ColumnSpec
+	v   []byte
+	set bool
+}
+
+func (s *metaSel) spec() ColumnSpec { return s.sp }
+func (s *metaSel) add(r *qrow) error {
+	if s.set {
+		return nil
+	}
+	s.set = true
+	cell := r.cell(s.c)
+	if cell == nil {
+		return nil
+	}
+	if s.ttl {
+		if cell.Expiry == 0 {
+			return nil
+		}
+		s.v = binary.BigEndian.AppendUint32(nil, uint32(max(0, cell.Expiry-r.now)))
+		return nil
+	}
+	s.v = binary.BigEndian.AppendUint64(nil, uint64(cell.Timestamp))
+	return nil
+}
+func (s *metaSel) result() []byte  { return s.v }
+func (s *metaSel) reset()          { s.v, s.set = nil, false }
+func (s *metaSel) aggregate() bool { return false }
+
+type countSel struct {
+	arg selector
+	sp  ColumnSpec
+	n   int64
+}
+
+func (s *countSel) spec() ColumnSpec { return s.sp }
+func (s *countSel) add(r *qrow) error {
+	if s.arg == nil {
+		s.n++
+		return nil
+	}
+	s.arg.reset()
+	if err := s.arg.add(r); err != nil {
+		return err
+	}
+	if s.arg.result() != nil {
+		s.n++
+	}
+	return nil
+}
+func (s *countSel) result() []byte  { return binary.BigEndian.AppendUint64(nil, uint64(s.n)) }
+func (s *countSel) reset()          { s.n = 0 }
+func (s *countSel) aggregate() bool { return true }
+
+// aggSel implements min, max, sum and avg.
+type aggSel struct {
+	fn  string
+	arg selector
+	typ cqltype.Type
+	sp  ColumnSpec
+	cur []byte
+	sum *big.Rat
+	flt float64
+	n   int64
+}
+
+func (s *aggSel) spec() ColumnSpec { return s.sp }
+func (s *aggSel) aggregate() bool  { return true }
+func (s *aggSel) reset()           { s.cur, s.sum, s.flt, s.n = nil, nil, 0, 0 }
+func (s *aggSel) add(r *qrow) error {
+	s.arg.reset()
+	if err := s.arg.add(r); err != nil {
+		return err
+	}
+	v := s.arg.result()
+	if v == nil {
+		return nil
+	}
+	switch s.fn {
+	case "min":
+		if s.cur == nil || cqltype.Compare(s.typ, v, s.cur) < 0 {
+			s.cur = v
+		}
+	case "max":
+		if s.cur == nil || cqltype.Compare(s.typ, v, s.cur) > 0 {
+			s.cur = v
+		}
+	default:
+		s.n++
+		switch s.typ.Kind {
+		case cqltype.Float, cqltype.Double:
+			x, err := cqltype.Unmarshal(s.typ, v)
+			if err != nil {
+				return Invalid("%v", err)
+			}
+			switch f := x.(type) {
+			case float32:
+				s.flt += float64(f)
+			case float64:
+				s.flt += f
+			}
+		default:
+			rat, err := numericRat(s.typ, v)
+			if err != nil {
+				return err
+			}
+			if s.sum == nil {
+				s.sum = new(big.Rat)
+			}
+			s.sum.Add(s.sum, rat)
+		}
+	}
+	return nil
+}
+
+func numericRat(t cqltype.Type, v []byte) (*big.Rat, error) {
+	x, err := cqltype.Unmarshal(t, v)
+	if err != nil {
+		return nil, Invalid("%v", err)
+	}
+	switch n := x.(type) {
+	case int8:
+		return new(big.Rat).SetInt64(int64(n)), nil
+	case int16:
+		return new(big.Rat).SetInt64(int64(n)), nil
+	case int32:
+		return new(big.Rat).SetInt64(int64(n)), nil
+	case int64:
+		return new(big.Rat).SetInt64(n), nil
+	case int:
+		return new(big.Rat).SetInt64(int64(n)), nil
+	case *big.Int:
+		return new(big.Rat).SetInt(n), nil
+	case cqltype.DecimalValue:
+		r := new(big.Rat).SetInt(n.Unscaled)
+		scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs32(n.Scale))), nil)
+		if n.Scale >= 0 {
+			return r.Quo(r, new(big.Rat).SetInt(scale)), nil
+		}
+		return r.Mul(r, new(big.Rat).SetInt(scale)), nil
+	}
+	return nil, Invalid("cannot aggregate values of type %s", t)
+}
+
+func abs32(v int32) int32 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func (s *aggSel) result() []byte {
+	switch s.fn {
+	case "min", "max":
+		return s.cur
+	}
+	var out any
+	switch s.typ.Kind {
+	case cqltype.Float, cqltype.Double:
+		f := s.flt
+		if s.fn == "avg" && s.n > 0 {
+			f /= float64(s.n)
+		}
+		if s.typ.Kind == cqltype.Float {
+			out = float32(f)
+		} else {
+			out = f
+		}
+	default:
+		sum := s.sum
+		if sum == nil {
+			sum = new(big.Rat)
+		}
+		if s.fn == "avg" && s.n > 0 {
+			sum = new(big.Rat).Quo(sum, new(big.Rat).SetInt64(s.n))
+		}
+		switch s.typ.Kind {
+		case cqltype.Decimal:
+			f, _ := sum.Float64()
+			b, err := cqltype.ParseLiteral(s.typ, cqltype.LitFloat, fmt.Sprintf("%v", f))
+			if err != nil {
+				return nil
+			}
+			return b
+		case cqltype.Varint:
+			out = new(big.Int).Quo(sum.Num(), sum.Denom())
+		default:
+			q := new(big.Int).Quo(sum.Num(), sum.Denom())
+			if !q.IsInt64() {
+				q.SetInt64(math.MaxInt64)
+			}
+			n := q.Int64()
+			switch s.typ.Kind {
+			case cqltype.Int:
+				out = int32(n)
+			case cqltype.Smallint:
+				out = int16(n)
+			case cqltype.Tinyint:
+				out = int8(n)
+			default:
+				out = n
+			}
+		}
+	}
+	b, err := cqltype.Marshal(s.typ, out)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// timeFnSel converts a timeuuid, timestamp or date column.
+type timeFnSel struct {
+	arg selector
+	out cqltype.Kind
+	sp  ColumnSpec
+	v   []byte
+}
+
+func (s *timeFnSel) spec() ColumnSpec { return s.sp }
+func (s *timeFnSel) aggregate() bool  { return false }
+func (s *timeFnSel) reset()           { s.v = nil; s.arg.reset() }
+func (s *timeFnSel) result() []byte   { return s.v }
+func (s *timeFnSel) add(r *qrow) error {
+	if err := s.arg.add(r); err != nil {
+		return err
+	}
+	v := s.arg.result()
+	if v == nil {
+		return nil
+	}
+	var ms int64
+	switch s.arg.spec().Type.Kind {
+	case cqltype.Timeuuid:
+		ts, err := TimeUUIDTime(v)
+		if err != nil {
+			return Invalid("%v", err)
+		}
+		ms = (ts - uuidEpochOffset) / 10_000
+	case cqltype.Timestamp:
+		ms = int64(binary.BigEndian.Uint64(v))
+	case cqltype.Date:
+		ms = (int64(binary.BigEndian.Uint32(v)) - (1 << 31)) * 86_400_000
+	default:
+		return Invalid("Type error: %s cannot be converted by %s", s.arg.spec().Name, s.sp.Name)
+	}
+	switch s.out {
+	case cqltype.Date:
+		s.v = dateOfMillis(ms)
+	default:
+		s.v = binary.BigEndian.AppendUint64(nil, uint64(ms))
+	}
+	return nil
+}
+
+// castSel converts between types (CAST, typeAsBlob, blobAsType).
+type castSel struct {
+	arg selector
+	to  cqltype.Type
+	sp  ColumnSpec
+	raw bool // blob conversions keep the bytes
+	v   []byte
+}
+
+func newCast(arg selector, to cqltype.Type, sp ColumnSpec) (selector, error) {
+	from := arg.spec().Type
+	if from.IsCollection() || to.IsCollection() {
+		return nil, Invalid("Cannot cast %s to %s", from, to)
+	}
+	return &castSel{arg: arg, to: to, sp: sp}, nil
+}
+
+func (s *castSel) spec() ColumnSpec { return s.sp }
+func (s *castSel) aggregate() bool  { return false }
+func (s *castSel) reset()           { s.v = nil; s.arg.reset() }
+func (s *castSel) result() []byte   { return s.v }
+func (s *castSel) add(r *qrow) error {
+	if err := s.arg.add(r); err != nil {
+		return err
+	}
+	v := s.arg.result()
+	if v == nil {
+		return nil
+	}
+	if s.raw {
+		if err := cqltype.Validate(s.to, v); err != nil {
+			return Invalid("In call to function %s, value 0x%x is not a valid binary representation for type %s", s.sp.Name, v, s.to)
+		}
+		s.v = v
+		return nil
+	}
+	from := s.arg.spec().Type
+	if s.to.Kind == cqltype.Varchar || s.to.Kind == cqltype.Ascii {
+		text := cqltype.Format(from, v)
+		if from.Kind == cqltype.Varchar || from.Kind == cqltype.Ascii {
+			text = string(v)
+		}
+		s.v = []byte(text)
+		return nil
+	}
+	x, err := cqltype.Unmarshal(from, v)
+	if err != nil {
+		return Invalid("%v", err)
+	}
+	b, err := cqltype.Marshal(s.to, x)
+	if err != nil {
+		// Numeric casts between widths go through the decimal text.
+		txt := cqltype.Format(from, v)
+		kind := cqltype.LitFloat
+		if !strings.ContainsAny(txt, ".eE") {
+			kind = cqltype.LitInteger
+		}
+		if b, err = cqltype.ParseLiteral(s.to, kind, txt); err != nil {
+			return Invalid("Cannot cast %s value %s to %s", from, txt, s.to)
+		}
+	}
+	s.v = b
+	return nil
+}

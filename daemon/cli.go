@@ -1,0 +1,218 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cosmosd/cosmosd/cluster"
+)
+
+// flags are cosmosd's command-line flags; each mirrors a Config field and
+// overrides the YAML file when given.
+func flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "YAML configuration file (flags override it)"},
+		&cli.StringFlag{Name: "name", Usage: "node name (default: host name)"},
+		&cli.StringFlag{Name: "data-dir", Usage: "data directory (default /var/lib/cosmosd)"},
+		&cli.StringFlag{Name: "cql-addr", Usage: "CQL native protocol listen address (default :9042)"},
+		&cli.StringFlag{Name: "peer-addr", Usage: "internode gRPC listen address (default :7000)"},
+		&cli.StringFlag{Name: "admin-addr", Usage: "admin gRPC listen address (default :7070)"},
+		&cli.StringFlag{Name: "http-addr", Usage: "HTTP address for /metrics, /healthz, /readyz, pprof (default :8080; empty disables)"},
+		&cli.StringFlag{Name: "advertise-host", Usage: "address other nodes and clients reach this node at (default: derived from cql-addr or the host's first address)"},
+		&cli.StringFlag{Name: "etcd-endpoints", Usage: "comma-separated etcd endpoints; empty runs an embedded etcd in this process"},
+		&cli.StringFlag{Name: "embedded-etcd-addr", Usage: "client address of the embedded etcd (default 127.0.0.1:2379)"},
+		&cli.StringFlag{Name: "etcd-prefix", Usage: "etcd key prefix (default /cosmosd/)"},
+		&cli.StringFlag{Name: "consensus", Usage: "replication engine: raft (default, 4 replicas) or local (1 replica, development)"},
+		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default info)"},
+		&cli.StringFlag{Name: "log-format", Usage: "text or json (default text)"},
+		&cli.StringSliceFlag{Name: "label", Usage: "node label key=value (zone, rack, dc); repeatable"},
+		&cli.DurationFlag{Name: "dead-after", Usage: "how long a node may be unreachable before its replicas are replaced (default 5m)"},
+		&cli.DurationFlag{Name: "request-timeout", Usage: "timeout of one request inside the cluster (default 10s)"},
+		&cli.IntFlag{Name: "replication-factor", Usage: "replicas per physical partition (default 4 under raft, 1 under local)"},
+		&cli.Int64Flag{Name: "logical-partition-max-bytes", Usage: "largest logical partition (default 20000000000)"},
+		&cli.Int64Flag{Name: "physical-partition-max-bytes", Usage: "split physical partitions above this size (default 50000000000)"},
+		&cli.Int64Flag{Name: "physical-partition-max-ru", Usage: "split physical partitions whose RU/s share exceeds this (default 10000)"},
+	}
+}
+
+// configFrom builds the configuration: defaults, then the YAML file, then
+// the flags that were set.
+func configFrom(c *cli.Context) (Config, error) {
+	var cfg Config
+	if path := c.String("config"); path != "" {
+		if err := cfg.LoadFile(path); err != nil {
+			return cfg, err
+		}
+	}
+	str := map[string]*string{
+		"name": &cfg.Name, "data-dir": &cfg.DataDir, "cql-addr": &cfg.CQLAddr, "peer-addr": &cfg.PeerAddr,
+		"admin-addr": &cfg.AdminAddr, "http-addr": &cfg.HTTPAddr, "advertise-host": &cfg.AdvertiseHost,
+		"embedded-etcd-addr": &cfg.EmbeddedEtcdAddr, "etcd-prefix": &cfg.EtcdPrefix, "consensus": &cfg.Consensus,
+		"log-level": &cfg.LogLevel, "log-format": &cfg.LogFormat,
+	}
+	for name, p := range str {
+		if c.IsSet(name) {
+			*p = c.String(name)
+		}
+	}
+	if !c.IsSet("http-addr") && cfg.HTTPAddr == "" && c.String("config") == "" {
+		cfg.HTTPAddr = ":8080"
+	}
+	if c.IsSet("etcd-endpoints") {
+		cfg.EtcdEndpoints = nil
+		for _, e := range strings.Split(c.String("etcd-endpoints"), ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				cfg.EtcdEndpoints = append(cfg.EtcdEndpoints, e)
+			}
+		}
+	}
+	for _, l := range c.StringSlice("label") {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return cfg, fmt.Errorf("label %q: want key=value", l)
+		}
+		if cfg.Labels == nil {
+			cfg.Labels = map[string]string{}
+		}
+		cfg.Labels[k] = v
+	}
+	if c.IsSet("dead-after") {
+		cfg.DeadAfter = c.Duration("dead-after")
+	}
+	if c.IsSet("request-timeout") {
+		cfg.RequestTimeout = c.Duration("request-timeout")
+	}
+	if c.IsSet("replication-factor") {
+		cfg.ReplicationFactor = c.Int("replication-factor")
+	}
+	for name, p := range map[string]*int64{"logical-partition-max-bytes": &cfg.LogicalPartitionMaxBytes,
+		"physical-partition-max-bytes": &cfg.PhysicalPartitionMaxBytes, "physical-partition-max-ru": &cfg.PhysicalPartitionMaxRU} {
+		if c.IsSet(name) {
+			*p = c.Int64(name)
+		}
+	}
+	cfg.SetDefaults()
+	return cfg, cfg.Validate()
+}
+
+// App returns the cosmosd command.
+func App() *cli.App {
+	return &cli.App{
+		Name:    "cosmosd",
+		Usage:   "a Cassandra-compatible database that partitions and replicates like Azure Cosmos DB",
+		Version: fmt.Sprintf("%s (commit %s, built %s)", Version, Commit, BuildDate),
+		Flags:   flags(),
+		Action: func(c *cli.Context) error {
+			cfg, err := configFrom(c)
+			if err != nil {
+				return err
+			}
+			return runUntilSignal(func(ctx context.Context) (stopper, error) { return Start(ctx, cfg) })
+		},
+		Commands: []*cli.Command{demoCommand()},
+	}
+}
+
+type stopper interface{ Close(context.Context) error }
+
+// runUntilSignal starts something, waits for SIGINT or SIGTERM and stops it.
+func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	s, err := start(ctx)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "cosmosd: shutting down")
+	stopCtx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	return s.Close(stopCtx)
+}
+
+// Demo is a local cluster of several nodes in one process sharing one
+// embedded etcd: node i listens on 127.0.0.i, so every node has the
+// standard ports and drivers discover them all.
+type Demo struct {
+	Etcd  *cluster.Embedded
+	Nodes []*Node
+}
+
+// Close stops every node, then etcd.
+func (d *Demo) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(d.Nodes) - 1; i >= 0; i-- {
+		errs = append(errs, d.Nodes[i].Close(ctx))
+	}
+	d.Etcd.Close()
+	return errors.Join(errs...)
+}
+
+// StartDemo starts n nodes under dataDir.
+func StartDemo(ctx context.Context, dataDir string, n int, consensus string, base Config) (*Demo, error) {
+	if n < 1 || n > 9 {
+		return nil, fmt.Errorf("demo: --nodes %d: want 1..9", n)
+	}
+	d := &Demo{}
+	var err error
+	d.Etcd, err = cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: filepath.Join(dataDir, "etcd"), ClientAddr: "127.0.0.1:2379"})
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i <= n; i++ {
+		host := fmt.Sprintf("127.0.0.%d", i)
+		cfg := base
+		cfg.Name = fmt.Sprintf("node-%d", i)
+		cfg.DataDir = filepath.Join(dataDir, cfg.Name)
+		cfg.CQLAddr = net.JoinHostPort(host, "9042")
+		cfg.PeerAddr = net.JoinHostPort(host, "7000")
+		cfg.AdminAddr = net.JoinHostPort(host, "7070")
+		cfg.HTTPAddr = net.JoinHostPort(host, "8080")
+		cfg.EtcdEndpoints = d.Etcd.Endpoints()
+		cfg.Consensus = consensus
+		if cfg.Labels == nil {
+			cfg.Labels = map[string]string{"dc": "datacenter1", "rack": fmt.Sprintf("rack%d", i)}
+		}
+		node, err := Start(ctx, cfg)
+		if err != nil {
+			_ = d.Close(context.Background())
+			return nil, fmt.Errorf("demo node %d: %w", i, err)
+		}
+		d.Nodes = append(d.Nodes, node)
+	}
+	return d, nil
+}
+
+func demoCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "demo",
+		Usage: "run a local cluster of several nodes in this process with an embedded etcd (CQL on 127.0.0.1:9042, admin on 127.0.0.1:7070)",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "nodes", Value: 4, Usage: "number of nodes (node i listens on 127.0.0.i)"},
+			&cli.StringFlag{Name: "data-dir", Value: "./cosmosd-data", Usage: "data directory of the demo cluster"},
+			&cli.StringFlag{Name: "consensus", Value: "raft", Usage: "raft or local (local needs --nodes 1)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		},
+		Action: func(c *cli.Context) error {
+			base := Config{LogLevel: c.String("log-level")}
+			return runUntilSignal(func(ctx context.Context) (stopper, error) {
+				d, err := StartDemo(ctx, c.String("data-dir"), c.Int("nodes"), c.String("consensus"), base)
+				if err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(os.Stderr, "cosmosd demo: %d nodes; CQL on 127.0.0.1:9042, admin on 127.0.0.1:7070; Ctrl-C stops\n", len(d.Nodes))
+				return d, nil
+			})
+		},
+	}
+}

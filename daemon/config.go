@@ -1,0 +1,258 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration of one cosmosd node. It is filled from
+// defaults, then the YAML file (--config), then command-line flags, in that
+// order; see Load. Every field documents its default.
+type Config struct {
+	// Name is the node's human-readable name. Default: the host name.
+	Name string `yaml:"name"`
+	// DataDir holds the node's store, its id and (when embedded) etcd's
+	// data. Default /var/lib/cosmosd.
+	DataDir string `yaml:"data_dir"`
+	// CQLAddr is the CQL native protocol listen address. Default :9042.
+	CQLAddr string `yaml:"cql_addr"`
+	// PeerAddr is the internode gRPC listen address (raft, forwarding,
+	// snapshots). Default :7000.
+	PeerAddr string `yaml:"peer_addr"`
+	// AdminAddr is the admin gRPC listen address. Default :7070.
+	AdminAddr string `yaml:"admin_addr"`
+	// HTTPAddr serves /metrics, /healthz, /readyz and pprof. Default :8080;
+	// empty disables it.
+	HTTPAddr string `yaml:"http_addr"`
+	// AdvertiseHost is the address other nodes and clients use to reach
+	// this node. Default: the host part of CQLAddr when it is not a
+	// wildcard, else the first non-loopback address of the host.
+	AdvertiseHost string `yaml:"advertise_host"`
+	// EtcdEndpoints lists etcd client endpoints (host:port). Empty (the
+	// default) runs an embedded single-member etcd in this process.
+	EtcdEndpoints []string `yaml:"etcd_endpoints"`
+	// EmbeddedEtcdAddr is the client address of the embedded etcd.
+	// Default 127.0.0.1:2379.
+	EmbeddedEtcdAddr string `yaml:"embedded_etcd_addr"`
+	// EtcdPrefix is where cosmosd keeps its metadata. Default /cosmosd/.
+	EtcdPrefix string `yaml:"etcd_prefix"`
+	// Consensus selects the replication engine: "raft" (default; 4
+	// replicas per partition) or "local" (one replica, development only).
+	Consensus string `yaml:"consensus"`
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is text or json. Default text.
+	LogFormat string `yaml:"log_format"`
+	// Labels place the node for replica placement: zone, rack, dc.
+	Labels map[string]string `yaml:"labels"`
+	// RequestTimeout bounds one CQL request inside the cluster. Default 10s.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// MaxFrameBytes is the largest CQL frame body accepted. Default 256 MiB
+	// (the protocol's limit).
+	MaxFrameBytes int `yaml:"max_frame_bytes"`
+	// MaxRequestsPerConnection bounds in-flight requests on one CQL
+	// connection; further requests get an Overloaded error. Default 2048.
+	MaxRequestsPerConnection int `yaml:"max_requests_per_connection"`
+	// MaxValueBytes is the largest value of one cell. Default 2 MiB (the
+	// Cosmos DB row limit).
+	MaxValueBytes int `yaml:"max_value_bytes"`
+	// LogicalPartitionMaxBytes is the most one logical partition may hold.
+	// Default 20 GB.
+	LogicalPartitionMaxBytes int64 `yaml:"logical_partition_max_bytes"`
+	// PhysicalPartitionMaxBytes splits a physical partition above it.
+	// Default 50 GB.
+	PhysicalPartitionMaxBytes int64 `yaml:"physical_partition_max_bytes"`
+	// PhysicalPartitionMaxRU splits a physical partition whose share of
+	// provisioned throughput would exceed it. Default 10000 RU/s.
+	PhysicalPartitionMaxRU int64 `yaml:"physical_partition_max_ru"`
+	// DeadAfter is how long a node may be unreachable before its replicas
+	// are re-created elsewhere. Default 5m.
+	DeadAfter time.Duration `yaml:"dead_after"`
+	// ReplicationFactor is the number of replicas per physical partition.
+	// Default 4 under raft (quorum 3), 1 under local.
+	ReplicationFactor int `yaml:"replication_factor"`
+	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
+	// Default 30s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// SetDefaults fills zero fields with their documented defaults.
+func (c *Config) SetDefaults() {
+	if c.Name == "" {
+		c.Name, _ = os.Hostname()
+	}
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.DataDir, "/var/lib/cosmosd")
+	def(&c.CQLAddr, ":9042")
+	def(&c.PeerAddr, ":7000")
+	def(&c.AdminAddr, ":7070")
+	def(&c.EmbeddedEtcdAddr, "127.0.0.1:2379")
+	def(&c.EtcdPrefix, "/cosmosd/")
+	def(&c.Consensus, "raft")
+	def(&c.LogLevel, "info")
+	def(&c.LogFormat, "text")
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = 256 << 20
+	}
+	if c.MaxRequestsPerConnection == 0 {
+		c.MaxRequestsPerConnection = 2048
+	}
+	if c.MaxValueBytes == 0 {
+		c.MaxValueBytes = 2 << 20
+	}
+	if c.LogicalPartitionMaxBytes == 0 {
+		c.LogicalPartitionMaxBytes = 20_000_000_000
+	}
+	if c.PhysicalPartitionMaxBytes == 0 {
+		c.PhysicalPartitionMaxBytes = 50_000_000_000
+	}
+	if c.PhysicalPartitionMaxRU == 0 {
+		c.PhysicalPartitionMaxRU = 10_000
+	}
+	if c.DeadAfter == 0 {
+		c.DeadAfter = 5 * time.Minute
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = 4
+		if c.Consensus == "local" {
+			c.ReplicationFactor = 1
+		}
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	for name, addr := range map[string]string{"cql_addr": c.CQLAddr, "peer_addr": c.PeerAddr, "admin_addr": c.AdminAddr, "embedded_etcd_addr": c.EmbeddedEtcdAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
+		}
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			errs = append(errs, fmt.Errorf("http_addr %q: %w", c.HTTPAddr, err))
+		}
+	}
+	if c.Name == "" {
+		errs = append(errs, errors.New("name is required"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir is required"))
+	}
+	switch c.Consensus {
+	case "raft", "local":
+	default:
+		errs = append(errs, fmt.Errorf("consensus %q: want raft or local", c.Consensus))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log_format %q: want text or json", c.LogFormat))
+	}
+	if c.Consensus == "local" && c.ReplicationFactor != 1 {
+		errs = append(errs, fmt.Errorf("replication_factor %d: the local engine keeps exactly 1 replica", c.ReplicationFactor))
+	}
+	if c.ReplicationFactor < 1 {
+		errs = append(errs, fmt.Errorf("replication_factor %d must be at least 1", c.ReplicationFactor))
+	}
+	if c.RequestTimeout < 0 || c.DeadAfter < 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	if c.MaxFrameBytes < 1024 || c.MaxFrameBytes > 256<<20 {
+		errs = append(errs, fmt.Errorf("max_frame_bytes %d: want 1 KiB..256 MiB", c.MaxFrameBytes))
+	}
+	if c.MaxRequestsPerConnection < 1 || c.MaxRequestsPerConnection > 32768 {
+		errs = append(errs, fmt.Errorf("max_requests_per_connection %d: want 1..32768", c.MaxRequestsPerConnection))
+	}
+	if c.MaxValueBytes < 1 {
+		errs = append(errs, fmt.Errorf("max_value_bytes %d must be positive", c.MaxValueBytes))
+	}
+	if c.LogicalPartitionMaxBytes < 1 || c.PhysicalPartitionMaxBytes < 1 || c.PhysicalPartitionMaxRU < 1 {
+		errs = append(errs, errors.New("partition limits must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// LoadFile reads a YAML config file over c; unknown keys are errors, so a
+// typo does not silently fall back to a default.
+func (c *Config) LoadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return 0, fmt.Errorf("log_level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// NewLogger builds the process logger from the config.
+func (c *Config) NewLogger() *slog.Logger {
+	lvl, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	return slog.New(h)
+}
+
+// advertiseHost picks the address others reach this node at.
+func (c *Config) advertiseHost() string {
+	if c.AdvertiseHost != "" {
+		return c.AdvertiseHost
+	}
+	host, _, _ := net.SplitHostPort(c.CQLAddr)
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return host
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// advertise returns host:port of a listen address as others reach it.
+func (c *Config) advertise(listen string) string {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	return net.JoinHostPort(c.advertiseHost(), port)
+}

@@ -1,0 +1,417 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/cosmosd/cosmosd/admin"
+	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/consensus"
+	"github.com/cosmosd/cosmosd/consensus/local"
+	"github.com/cosmosd/cosmosd/cql"
+	"github.com/cosmosd/cosmosd/cql/exec"
+	"github.com/cosmosd/cosmosd/partition"
+	adminpb "github.com/cosmosd/cosmosd/proto/admin"
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/router"
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+// Version is the build's version, set by the linker (make dist).
+var (
+	Version   = "dev"
+	Commit    = "unknown"
+	BuildDate = "unknown"
+)
+
+// Node is one running cosmosd node.
+type Node struct {
+	cfg    Config
+	logger *slog.Logger
+	id     uint64
+
+	embedded *cluster.Embedded
+	etcd     *clientv3.Client
+	store    *storage.Engine
+	meta     *cluster.Meta
+	catalog  *cluster.Catalog
+	cons     consensus.Engine
+	parts    *partition.Store
+	router   *router.Router
+	exec     *exec.Executor
+	events   *cql.EventSource
+	cqlSrv   *cql.Server
+	peerSrv  *grpc.Server
+	adminSrv *grpc.Server
+	httpSrv  *http.Server
+	reg      *cluster.Registration
+	metrics  *prometheus.Registry
+
+	cqlLn, peerLn, adminLn, httpLn net.Listener
+
+	ready     atomic.Bool
+	cancel    context.CancelFunc
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// ID returns the node's id.
+func (n *Node) ID() uint64 { return n.id }
+
+// CQLAddr returns the address the CQL server listens on.
+func (n *Node) CQLAddr() string { return n.cqlLn.Addr().String() }
+
+// AdminAddr returns the admin gRPC address.
+func (n *Node) AdminAddr() string { return n.adminLn.Addr().String() }
+
+// PeerAddr returns the internode gRPC address.
+func (n *Node) PeerAddr() string { return n.peerLn.Addr().String() }
+
+// HTTPAddr returns the HTTP address ("" when disabled).
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
+}
+
+// EtcdEndpoints returns the etcd endpoints the node uses.
+func (n *Node) EtcdEndpoints() []string { return n.etcd.Endpoints() }
+
+// Meta returns the node's view of the cluster metadata.
+func (n *Node) Meta() *cluster.Meta { return n.meta }
+
+// Store returns the node's partition replicas.
+func (n *Node) Store() *partition.Store { return n.parts }
+
+// Ready reports whether the node serves requests.
+func (n *Node) Ready() bool { return n.ready.Load() }
+
+// Start starts a node. On error everything started is stopped again.
+func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.NewLogger().With("node_name", cfg.Name)
+	n := &Node{cfg: cfg, logger: logger, metrics: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			_ = n.Close(context.Background())
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	// Listen first, so port 0 resolves and advertised addresses are real.
+	if n.cqlLn, err = net.Listen("tcp", cfg.CQLAddr); err != nil {
+		return nil, fmt.Errorf("listen cql %s: %w", cfg.CQLAddr, err)
+	}
+	if n.peerLn, err = net.Listen("tcp", cfg.PeerAddr); err != nil {
+		return nil, fmt.Errorf("listen peer %s: %w", cfg.PeerAddr, err)
+	}
+	if n.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+		return nil, fmt.Errorf("listen admin %s: %w", cfg.AdminAddr, err)
+	}
+	if cfg.HTTPAddr != "" {
+		if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	endpoints := cfg.EtcdEndpoints
+	if len(endpoints) == 0 {
+		n.embedded, err = cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: filepath.Join(cfg.DataDir, "etcd"), ClientAddr: cfg.EmbeddedEtcdAddr, Name: cfg.Name})
+		if err != nil {
+			return nil, err
+		}
+		endpoints = n.embedded.Endpoints()
+		logger.Info("started embedded etcd", "endpoints", strings.Join(endpoints, ","))
+	}
+	n.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: nil})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client: %w", err)
+	}
+	if n.id, err = n.loadNodeID(ctx); err != nil {
+		return nil, err
+	}
+	n.logger = n.logger.With("node", n.id)
+	if n.store, err = storage.Open(storage.Config{Dir: filepath.Join(cfg.DataDir, "store"), Logger: n.logger}); err != nil {
+		return nil, err
+	}
+	if n.meta, err = cluster.OpenMeta(ctx, n.etcd, cfg.EtcdPrefix, n.logger); err != nil {
+		return nil, err
+	}
+	n.catalog = cluster.NewCatalog(n.meta)
+	if err := n.catalog.EnsureSchemaVersion(ctx); err != nil {
+		return nil, fmt.Errorf("schema version: %w", err)
+	}
+	if n.cons, err = n.newConsensus(); err != nil {
+		return nil, err
+	}
+	n.parts = partition.NewStore(partition.StoreConfig{NodeID: consensus.NodeID(n.id), Storage: n.store, Consensus: n.cons, Logger: n.logger})
+	if err := n.parts.Recover(ctx); err != nil {
+		return nil, err
+	}
+	n.router = router.New(router.Config{NodeID: consensus.NodeID(n.id), Store: n.parts, Meta: n.meta, Logger: n.logger})
+
+	// Internal gRPC: forwarding (and the raft transport).
+	n.peerSrv = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxFrameBytes + (1 << 20)))
+	kvpb.RegisterInternalServer(n.peerSrv, router.NewServer(n.parts))
+	if rs, ok := n.cons.(interface{ RegisterService(*grpc.Server) }); ok {
+		rs.RegisterService(n.peerSrv)
+	}
+	n.serveBG("peer grpc", func() error { return n.peerSrv.Serve(n.peerLn) })
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		n.reconcileLoop(runCtx)
+	}()
+
+	n.exec = exec.New(exec.Config{
+		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router,
+		Placer: &placer{meta: n.meta, catalog: n.catalog, rf: cfg.ReplicationFactor, self: n.id},
+		Local:  exec.LocalNode{HostID: exec.HostID(n.id), Datacenter: cfg.Labels["dc"], Rack: cfg.Labels["rack"]},
+		MaxValueBytes: cfg.MaxValueBytes, LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
+		PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger,
+	})
+	if n.exec == nil {
+		return nil, errors.New("executor")
+	}
+	n.events = cql.NewEventSource(n.meta, n.logger)
+	n.cqlSrv = cql.NewServer(cql.Config{Executor: n.exec, Events: n.events, MaxFrameBytes: cfg.MaxFrameBytes,
+		MaxRequestsPerConnection: cfg.MaxRequestsPerConnection, RequestTimeout: cfg.RequestTimeout, Logger: n.logger})
+	n.serveBG("cql", func() error { return n.cqlSrv.Serve(n.cqlLn) })
+
+	n.adminSrv = grpc.NewServer()
+	adminpb.RegisterAdminServer(n.adminSrv, admin.NewServer(admin.Config{Meta: n.meta, Router: n.router, Logger: n.logger}))
+	n.serveBG("admin grpc", func() error { return n.adminSrv.Serve(n.adminLn) })
+
+	if n.httpLn != nil {
+		n.startHTTP()
+	}
+	info := cluster.NodeInfo{
+		ID: n.id, Name: cfg.Name, CQLAddr: n.advertised(n.cqlLn), PeerAddr: n.advertised(n.peerLn),
+		AdminAddr: n.advertised(n.adminLn), Labels: cfg.Labels, Version: Version, StartedAt: time.Now().UTC(),
+	}
+	if n.httpLn != nil {
+		info.HTTPAddr = n.advertised(n.httpLn)
+	}
+	if n.reg, err = cluster.Register(ctx, n.etcd, cfg.EtcdPrefix, info, 10*time.Second, n.logger); err != nil {
+		return nil, err
+	}
+	n.ready.Store(true)
+	n.logger.Info("node started", "cql", info.CQLAddr, "peer", info.PeerAddr, "admin", info.AdminAddr, "consensus", cfg.Consensus)
+	return n, nil
+}
+
+// advertised returns the host:port others reach a listener at.
+func (n *Node) advertised(ln net.Listener) string {
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return net.JoinHostPort(n.cfg.advertiseHost(), port)
+}
+
+func (n *Node) serveBG(what string, serve func() error) {
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		if err := serve(); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			n.logger.Error("server stopped", "server", what, "err", err)
+		}
+	}()
+}
+
+// loadNodeID reads the node id from the data dir, allocating one from etcd
+// on first start. The id never changes afterwards.
+func (n *Node) loadNodeID(ctx context.Context) (uint64, error) {
+	path := filepath.Join(n.cfg.DataDir, "node-id")
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		id, perr := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
+		if perr != nil || id == 0 {
+			return 0, fmt.Errorf("node id file %s is corrupt: %q", path, raw)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("read node id: %w", err)
+	}
+	id, err := cluster.AllocateID(ctx, n.etcd, n.cfg.EtcdPrefix, "node", 1)
+	if err != nil {
+		return 0, fmt.Errorf("allocate node id: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatUint(id, 10)+"\n"), 0o640); err != nil {
+		return 0, fmt.Errorf("write node id: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return 0, fmt.Errorf("write node id: %w", err)
+	}
+	n.logger.Info("allocated node id", "node", id)
+	return id, nil
+}
+
+func (n *Node) newConsensus() (consensus.Engine, error) {
+	switch n.cfg.Consensus {
+	case "local":
+		return local.New(local.Config{NodeID: consensus.NodeID(n.id), Storage: n.store, Logger: n.logger})
+	case "raft":
+		return newRaftEngine(n)
+	}
+	return nil, fmt.Errorf("unknown consensus engine %q", n.cfg.Consensus)
+}
+
+// reconcileLoop keeps the local replicas in line with the rings.
+func (n *Node) reconcileLoop(ctx context.Context) {
+	ch, unsub := n.meta.Subscribe()
+	defer unsub()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		st := n.meta.State()
+		var parts []*kvpb.Descriptor
+		for _, r := range st.Rings {
+			parts = append(parts, r.Partitions()...)
+		}
+		live := map[uint64]bool{}
+		for id := range st.Schema.ByID {
+			live[id] = true
+		}
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := n.parts.Reconcile(rctx, parts, live); err != nil && ctx.Err() == nil {
+			n.logger.Warn("reconcile replicas", "err", err)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		case <-tick.C:
+		}
+	}
+}
+
+func (n *Node) startHTTP() {
+	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !n.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	n.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.serveBG("http", func() error { return n.httpSrv.Serve(n.httpLn) })
+}
+
+// Close shuts the node down gracefully: stop accepting CQL and drain
+// in-flight requests, deregister, stop services and replicas, close the
+// store. Safe to call twice.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() { n.closeErr = n.close(ctx) })
+	return n.closeErr
+}
+
+func (n *Node) close(ctx context.Context) error {
+	var errs []error
+	n.ready.Store(false)
+	drainCtx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
+	defer cancel()
+	if n.cqlSrv != nil {
+		if err := n.cqlSrv.Shutdown(drainCtx); err != nil {
+			errs = append(errs, fmt.Errorf("drain cql: %w", err))
+		}
+	} else if n.cqlLn != nil {
+		_ = n.cqlLn.Close()
+	}
+	if n.reg != nil {
+		if err := n.reg.Close(drainCtx); err != nil {
+			errs = append(errs, fmt.Errorf("deregister: %w", err))
+		}
+	}
+	if n.events != nil {
+		n.events.Close()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	stopGRPC := func(s *grpc.Server, ln net.Listener) {
+		if s == nil {
+			if ln != nil {
+				_ = ln.Close()
+			}
+			return
+		}
+		done := make(chan struct{})
+		go func() { s.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-drainCtx.Done():
+			s.Stop()
+		}
+	}
+	stopGRPC(n.adminSrv, n.adminLn)
+	if n.httpSrv != nil {
+		_ = n.httpSrv.Shutdown(drainCtx)
+	} else if n.httpLn != nil {
+		_ = n.httpLn.Close()
+	}
+	if n.parts != nil {
+		n.parts.Close()
+	}
+	if n.cons != nil {
+		if err := n.cons.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close consensus: %w", err))
+		}
+	}
+	stopGRPC(n.peerSrv, n.peerLn)
+	if n.router != nil {
+		n.router.Close()
+	}
+	n.bg.Wait()
+	if n.meta != nil {
+		n.meta.Close()
+	}
+	if n.etcd != nil {
+		_ = n.etcd.Close()
+	}
+	if n.embedded != nil {
+		n.embedded.Close()
+	}
+	if n.store != nil {
+		if err := n.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close storage: %w", err))
+		}
+	}
+	n.logger.Info("node stopped")
+	return errors.Join(errs...)
+}
