@@ -191,8 +191,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	n.exec = exec.New(exec.Config{
 		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router,
-		Placer: &placer{meta: n.meta, catalog: n.catalog, rf: cfg.ReplicationFactor, self: n.id},
-		Local:  exec.LocalNode{HostID: exec.HostID(n.id), Datacenter: cfg.Labels["dc"], Rack: cfg.Labels["rack"]},
+		Placer:        &placer{meta: n.meta, catalog: n.catalog, rf: cfg.ReplicationFactor, self: n.id},
+		Local:         exec.LocalNode{HostID: exec.HostID(n.id), Datacenter: cfg.Labels["dc"], Rack: cfg.Labels["rack"]},
 		MaxValueBytes: cfg.MaxValueBytes, LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
 		PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger,
 	})

@@ -83,7 +83,7 @@ type Options struct {
 	// DefaultTTL in seconds applies to writes without USING TTL.
 	DefaultTTL int32 `json:"default_time_to_live,omitempty"`
 	// GCGraceSeconds is how long tombstones are kept.
-	GCGraceSeconds int32 `json:"gc_grace_seconds"`
+	GCGraceSeconds int32  `json:"gc_grace_seconds"`
 	Comment        string `json:"comment,omitempty"`
 	// Other holds options accepted and shown but not interpreted.
 	Other map[string]string `json:"other,omitempty"`

@@ -24,7 +24,9 @@ type PartitionStats struct {
 func EmptyStats() PartitionStats { return PartitionStats{DeletedAt: NoTimestamp} }
 
 // IsEmpty reports whether nothing needs storing.
-func (s PartitionStats) IsEmpty() bool { return s.Rows == 0 && s.Bytes == 0 && s.DeletedAt == NoTimestamp }
+func (s PartitionStats) IsEmpty() bool {
+	return s.Rows == 0 && s.Bytes == 0 && s.DeletedAt == NoTimestamp
+}
 
 // AppendStats encodes s.
 func AppendStats(dst []byte, s PartitionStats) []byte {

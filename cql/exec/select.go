@@ -867,4 +867,3 @@ func (s *rowSource) nextVirtual() (*qrow, error) {
 	}
 	return r, nil
 }
-
