@@ -107,11 +107,14 @@ const filteringMessage = "Cannot execute this query as it might involve data fil
 func (p *selectPlan) plan(s *parser.SelectStmt, b *binder) error {
 	t, r := p.t, p.r
 	needsFiltering := len(r.nonKeyColumns()) > 0
-	keys, fullPK, err := r.partitionKeys()
-	if err != nil {
-		return err
-	}
-	if b.prepare {
+	var keys []partitionKey
+	var fullPK bool
+	var err error
+	if !b.prepare {
+		if keys, fullPK, err = r.partitionKeys(); err != nil {
+			return err
+		}
+	} else {
 		fullPK = true
 		for _, c := range t.PartitionKey() {
 			rs := r.byCol[c.Name]
