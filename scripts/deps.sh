@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and tools need, when missing.
+set -euo pipefail
+need=()
+/usr/bin/python3 -c 'import cassandra' 2>/dev/null || need+=(python3-cassandra)
+command -v protoc >/dev/null || need+=(protobuf-compiler)
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "installing: ${need[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
