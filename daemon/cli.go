@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -148,12 +149,18 @@ type Demo struct {
 	Nodes []*Node
 }
 
-// Close stops every node, then etcd.
+// Close stops every node (concurrently), then etcd.
 func (d *Demo) Close(ctx context.Context) error {
-	var errs []error
-	for i := len(d.Nodes) - 1; i >= 0; i-- {
-		errs = append(errs, d.Nodes[i].Close(ctx))
+	errs := make([]error, len(d.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range d.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.Close(ctx)
+		}()
 	}
+	wg.Wait()
 	d.Etcd.Close()
 	return errors.Join(errs...)
 }

@@ -364,7 +364,10 @@ func (n *Node) close(ctx context.Context) error {
 	if n.cancel != nil {
 		n.cancel()
 	}
-	stopGRPC := func(s *grpc.Server, ln net.Listener) {
+	// stopGRPC lets running calls finish for up to grace. Peer streams
+	// (raft transport from other nodes) never finish on their own, so the
+	// internal server gets a short grace.
+	stopGRPC := func(s *grpc.Server, ln net.Listener, grace time.Duration) {
 		if s == nil {
 			if ln != nil {
 				_ = ln.Close()
@@ -373,13 +376,18 @@ func (n *Node) close(ctx context.Context) error {
 		}
 		done := make(chan struct{})
 		go func() { s.GracefulStop(); close(done) }()
+		t := time.NewTimer(grace)
+		defer t.Stop()
 		select {
 		case <-done:
+		case <-t.C:
+			s.Stop()
 		case <-drainCtx.Done():
 			s.Stop()
 		}
+		<-done
 	}
-	stopGRPC(n.adminSrv, n.adminLn)
+	stopGRPC(n.adminSrv, n.adminLn, 5*time.Second)
 	if n.httpSrv != nil {
 		_ = n.httpSrv.Shutdown(drainCtx)
 	} else if n.httpLn != nil {
@@ -393,7 +401,7 @@ func (n *Node) close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("close consensus: %w", err))
 		}
 	}
-	stopGRPC(n.peerSrv, n.peerLn)
+	stopGRPC(n.peerSrv, n.peerLn, time.Second)
 	if n.router != nil {
 		n.router.Close()
 	}

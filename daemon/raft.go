@@ -1,12 +1,27 @@
 package daemon
 
 import (
-	"errors"
+	"fmt"
+	"path/filepath"
 
 	"github.com/cosmosd/cosmosd/consensus"
+	"github.com/cosmosd/cosmosd/consensus/raft"
 )
 
-// newRaftEngine builds the multi-raft engine.
+// newRaftEngine builds the multi-raft engine. Peers are found through the
+// node registrations in etcd.
 func newRaftEngine(n *Node) (consensus.Engine, error) {
-	return nil, errors.New("the raft engine is not built into this version yet; use --consensus local")
+	return raft.New(raft.Config{
+		NodeID:      consensus.NodeID(n.id),
+		Storage:     n.store,
+		SnapshotDir: filepath.Join(n.cfg.DataDir, "snapshots"),
+		Resolver: func(node consensus.NodeID) (string, error) {
+			info := n.meta.State().Nodes[uint64(node)]
+			if info == nil {
+				return "", fmt.Errorf("node %d is not registered", node)
+			}
+			return info.PeerAddr, nil
+		},
+		Logger: n.logger,
+	})
 }
