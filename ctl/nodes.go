@@ -1,0 +1,79 @@
+package ctl
+
+import (
+	"context"
+	"io"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	adminpb "github.com/cosmosd/cosmosd/proto/admin"
+)
+
+// nodesCommand is the "nodes" group: the hosts of the cluster.
+func nodesCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "nodes",
+		Usage:  "the nodes of the cluster",
+		Action: groupAction,
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "list every node with its state, addresses, location and load",
+				Flags: leafFlags(),
+				Action: run(func(ctx context.Context, _ *cli.Context, e *env) error {
+					var resp *adminpb.ListNodesResponse
+					err := e.call(ctx, func(ctx context.Context, admin adminpb.AdminClient) (err error) {
+						resp, err = admin.ListNodes(ctx, &adminpb.ListNodesRequest{})
+						return err
+					})
+					if err != nil {
+						return err
+					}
+					return e.print(messageList(resp.GetNodes()), func(w io.Writer) error { return renderNodes(w, resp.GetNodes()) })
+				}),
+			},
+		},
+	}
+}
+
+// renderNodes prints the node table.
+func renderNodes(w io.Writer, nodes []*adminpb.Node) error {
+	t := newTable([]string{"ID", "NAME", "STATE", "CQL", "ADMIN", "ZONE/RACK", "REPLICAS", "LEADERS", "BYTES", "VERSION"},
+		"ID", "REPLICAS", "LEADERS", "BYTES")
+	for _, n := range nodes {
+		t.row(n.GetId(), orDash(n.GetName()), orDash(n.GetState()), orDash(n.GetCqlAddr()), orDash(n.GetAdminAddr()),
+			location(n.GetLabels()), n.GetReplicas(), n.GetLeaders(), humanBytes(n.GetBytes()), orDash(n.GetVersion()))
+	}
+	return t.render(w)
+}
+
+// location is "zone/rack" from a node's labels; a cluster labelled with dc
+// instead of zone (Cassandra's vocabulary) shows the dc.
+func location(labels map[string]string) string {
+	zone := labels["zone"]
+	if zone == "" {
+		zone = labels["dc"]
+	}
+	rack := labels["rack"]
+	if zone == "" && rack == "" {
+		return "-"
+	}
+	return orDash(zone) + "/" + orDash(rack)
+}
+
+// nodeName names a node in tables: its name, or n<ID> when the node is not
+// registered (any more).
+func nodeName(name string, id uint64) string {
+	if name != "" {
+		return name
+	}
+	return "n" + strconv.FormatUint(id, 10)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
