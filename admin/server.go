@@ -26,6 +26,8 @@ import (
 type Config struct {
 	Meta   *cluster.Meta
 	Router *router.Router
+	// DeadAfter classifies unregistered nodes as suspect or dead.
+	DeadAfter time.Duration
 	// NodeTimeout bounds the wait for one node's answer. Default 3s.
 	NodeTimeout time.Duration
 	Logger      *slog.Logger
@@ -74,18 +76,33 @@ func (s *Server) nodeStatus(ctx context.Context, st *cluster.State, stats bool) 
 	return out
 }
 
-// ListNodes implements adminpb.AdminServer.
+// ListNodes implements adminpb.AdminServer. It lists every member of the
+// cluster, live or not, with its state: up, suspect (unreachable, or gone
+// for less than dead_after), dead, draining or decommissioned.
 func (s *Server) ListNodes(ctx context.Context, _ *adminpb.ListNodesRequest) (*adminpb.ListNodesResponse, error) {
 	st := s.cfg.Meta.State()
 	statuses := s.nodeStatus(ctx, st, true)
+	ids := map[uint64]bool{}
+	for id := range st.Members {
+		ids[id] = true
+	}
+	for id := range st.Nodes {
+		ids[id] = true
+	}
+	var sorted []uint64
+	for id := range ids {
+		sorted = append(sorted, id)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	now := time.Now()
 	resp := &adminpb.ListNodesResponse{}
-	for _, id := range st.NodeIDs() {
+	for _, id := range sorted {
 		info := st.Nodes[id]
-		n := &adminpb.Node{Id: id, Name: info.Name, CqlAddr: info.CQLAddr, PeerAddr: info.PeerAddr, AdminAddr: info.AdminAddr,
-			Labels: info.Labels, State: "up", Version: info.Version, StartedAt: info.StartedAt.Format(time.RFC3339)}
-		if info.Draining {
-			n.State = "draining"
+		if info == nil {
+			info = &st.Members[id].Info
 		}
+		n := &adminpb.Node{Id: id, Name: info.Name, CqlAddr: info.CQLAddr, PeerAddr: info.PeerAddr, AdminAddr: info.AdminAddr,
+			Labels: info.Labels, State: st.MemberState(id, now, s.cfg.DeadAfter), Version: info.Version, StartedAt: info.StartedAt.Format(time.RFC3339)}
 		if rs, ok := statuses[id]; ok {
 			for _, r := range rs.GetReplicas() {
 				n.Replicas++
@@ -94,7 +111,7 @@ func (s *Server) ListNodes(ctx context.Context, _ *adminpb.ListNodesRequest) (*a
 				}
 				n.Bytes += r.GetBytes()
 			}
-		} else {
+		} else if n.State == "up" {
 			n.State = "suspect"
 		}
 		resp.Nodes = append(resp.Nodes, n)
@@ -247,4 +264,3 @@ func literal(t cqltype.Type, s string) ([]byte, error) {
 	return v, nil
 }
 
-var _ = sort.Strings

@@ -318,6 +318,38 @@ func (c *Catalog) UpdatePartitions(ctx context.Context, table uint64, olds, news
 	return nil
 }
 
+// SyncPartition writes a partition's routing copy: replacing old (which
+// must still be stored as given) or, when old is nil, creating it (it must
+// not exist). It fails with ErrConflict when the copy changed meanwhile.
+func (c *Catalog) SyncPartition(ctx context.Context, table uint64, old, d *kvpb.Descriptor) error {
+	key := c.k.part(table, d.GetId())
+	var cmp clientv3.Cmp
+	if old == nil {
+		cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	} else {
+		raw, err := MarshalDescriptor(old)
+		if err != nil {
+			return err
+		}
+		cmp = clientv3.Compare(clientv3.Value(key), "=", string(raw))
+	}
+	raw, err := MarshalDescriptor(d)
+	if err != nil {
+		return err
+	}
+	// The table must still exist: a late sync must not resurrect the ring
+	// of a dropped table.
+	tableExists := clientv3.Compare(clientv3.CreateRevision(c.k.ringOf(table)).WithPrefix(), ">", 0)
+	ok, err := c.commit(ctx, []clientv3.Cmp{cmp, tableExists}, []clientv3.Op{clientv3.OpPut(key, string(raw))}, false)
+	if err != nil {
+		return fmt.Errorf("sync partition %d: %w", d.GetId(), err)
+	}
+	if !ok {
+		return fmt.Errorf("sync partition %d: %w", d.GetId(), ErrConflict)
+	}
+	return nil
+}
+
 // AllocateID allocates ids from a counter; see AllocateID.
 func (c *Catalog) AllocateID(ctx context.Context, kind string, n uint64) (uint64, error) {
 	return AllocateID(ctx, c.cli, c.k.prefix, kind, n)

@@ -31,6 +31,8 @@ type State struct {
 	Rings map[uint64]*ring.Ring
 	// Nodes are the registered (live) nodes by id.
 	Nodes map[uint64]*NodeInfo
+	// Members are every node that ever joined, live or not.
+	Members map[uint64]*Member
 }
 
 // Ring returns a table's ring (nil if none).
@@ -72,6 +74,7 @@ type Meta struct {
 		catalog map[string][]byte
 		rings   map[string][]byte
 		nodes   map[string][]byte
+		members map[string][]byte
 	}
 
 	subsMu sync.Mutex
@@ -116,6 +119,7 @@ func (m *Meta) load(ctx context.Context) (int64, error) {
 	m.raw.catalog = map[string][]byte{}
 	m.raw.rings = map[string][]byte{}
 	m.raw.nodes = map[string][]byte{}
+	m.raw.members = map[string][]byte{}
 	for _, kv := range resp.Kvs {
 		m.put(string(kv.Key), kv.Value)
 	}
@@ -137,6 +141,9 @@ func (m *Meta) put(key string, value []byte) (catalog, rings, nodes bool) {
 	case hasPrefix(key, m.k.nodes()):
 		m.raw.nodes[key] = value
 		return false, false, true
+	case hasPrefix(key, m.k.members()):
+		m.raw.members[key] = value
+		return false, false, true
 	}
 	return false, false, false
 }
@@ -152,6 +159,9 @@ func (m *Meta) del(key string) (catalog, rings, nodes bool) {
 	case hasPrefix(key, m.k.nodes()):
 		delete(m.raw.nodes, key)
 		return false, false, true
+	case hasPrefix(key, m.k.members()):
+		delete(m.raw.members, key)
+		return false, false, true
 	}
 	return false, false, false
 }
@@ -165,7 +175,7 @@ func (m *Meta) publish(rev int64, catalog, rings, nodes bool) error {
 	prev := m.state.Load()
 	next := &State{Revision: rev}
 	if prev != nil {
-		next.Schema, next.Rings, next.Nodes = prev.Schema, prev.Rings, prev.Nodes
+		next.Schema, next.Rings, next.Nodes, next.Members = prev.Schema, prev.Rings, prev.Nodes, prev.Members
 	}
 	if catalog || prev == nil {
 		next.Schema = m.buildSchema()
@@ -175,6 +185,7 @@ func (m *Meta) publish(rev int64, catalog, rings, nodes bool) error {
 	}
 	if nodes || prev == nil {
 		next.Nodes = m.buildNodes()
+		next.Members = m.buildMembers()
 	}
 	m.state.Store(next)
 	m.notify()
@@ -236,6 +247,19 @@ func (m *Meta) buildNodes() map[uint64]*NodeInfo {
 			continue
 		}
 		out[n.ID] = n
+	}
+	return out
+}
+
+func (m *Meta) buildMembers() map[uint64]*Member {
+	out := map[uint64]*Member{}
+	for key, v := range m.raw.members {
+		mem := &Member{}
+		if err := json.Unmarshal(v, mem); err != nil {
+			m.logger.Error("skip undecodable member", "key", key, "err", err)
+			continue
+		}
+		out[mem.Info.ID] = mem
 	}
 	return out
 }

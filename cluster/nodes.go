@@ -45,10 +45,12 @@ func (n *NodeInfo) Label(key, def string) string {
 // the TTL), so a node that loses etcd comes back when etcd does.
 type Registration struct {
 	cli    *clientv3.Client
+	prefix string
 	key    string
 	ttl    time.Duration
 	logger *slog.Logger
 
+	life   context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -69,13 +71,17 @@ func Register(ctx context.Context, cli *clientv3.Client, prefix string, info Nod
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Registration{cli: cli, key: keys{prefix}.node(info.ID), ttl: ttl, logger: logger, done: make(chan struct{})}
+	r := &Registration{cli: cli, prefix: prefix, key: keys{prefix}.node(info.ID), ttl: ttl, logger: logger, done: make(chan struct{})}
 	r.mu.info = info
+	// The keepalive stream lives as long as the registration: cancelling
+	// runCtx stops renewals (Abandon) without revoking the lease.
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.life = runCtx
 	ka, err := r.register(ctx)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go r.run(runCtx, ka)
 	return r, nil
@@ -97,12 +103,21 @@ func (r *Registration) register(ctx context.Context) (<-chan *clientv3.LeaseKeep
 	if _, err := r.cli.Put(ctx, r.key, string(raw), clientv3.WithLease(lease.ID)); err != nil {
 		return nil, fmt.Errorf("register node: put %s: %w", r.key, err)
 	}
-	// The keepalive stream lives as long as the registration, not ctx.
-	ka, err := r.cli.KeepAlive(context.WithoutCancel(ctx), lease.ID)
+	ka, err := r.cli.KeepAlive(r.life, lease.ID)
 	if err != nil {
 		return nil, fmt.Errorf("register node: keep alive: %w", err)
 	}
-	r.logger.Info("registered node", "node", info.ID, "lease", int64(lease.ID))
+	// The persistent member record says the node is back.
+	if err := UpdateMember(ctx, r.cli, r.prefix, info.ID, func(m *Member) bool {
+		if m.FirstSeen.IsZero() {
+			m.FirstSeen = time.Now().UTC()
+		}
+		m.Info, m.DownSince = info, time.Time{}
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("register node: %w", err)
+	}
+	r.logger.Info("registered node", "lease", int64(lease.ID))
 	return ka, nil
 }
 
@@ -158,6 +173,7 @@ func (r *Registration) Close(ctx context.Context) error {
 	if r.cancel == nil {
 		return nil
 	}
+	defer func() { r.cancel = nil }()
 	r.cancel()
 	r.mu.Lock()
 	lease := r.mu.lease
@@ -169,6 +185,17 @@ func (r *Registration) Close(ctx context.Context) error {
 	}
 	<-r.done
 	return err
+}
+
+// Abandon stops renewing the lease without revoking it, as a crashed node
+// would: the registration disappears when the lease expires.
+func (r *Registration) Abandon() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	r.cancel = nil
 }
 
 // AllocateID returns n consecutive new ids of a kind ("node", "table",

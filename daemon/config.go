@@ -81,6 +81,10 @@ type Config struct {
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
 	// Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// RegistrationTTL is the lease of the node's registration in etcd: a
+	// node that stops renewing it (crash, partition from etcd) is seen as
+	// down after it. Default 10s.
+	RegistrationTTL time.Duration `yaml:"registration_ttl"`
 }
 
 // SetDefaults fills zero fields with their documented defaults.
@@ -135,6 +139,9 @@ func (c *Config) SetDefaults() {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 30 * time.Second
 	}
+	if c.RegistrationTTL == 0 {
+		c.RegistrationTTL = 10 * time.Second
+	}
 }
 
 // Validate reports every problem at once.
@@ -174,6 +181,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicationFactor < 1 {
 		errs = append(errs, fmt.Errorf("replication_factor %d must be at least 1", c.ReplicationFactor))
+	}
+	if c.RegistrationTTL != 0 && c.RegistrationTTL < time.Second {
+		errs = append(errs, fmt.Errorf("registration_ttl %s: want at least 1s", c.RegistrationTTL))
 	}
 	if c.RequestTimeout < 0 || c.DeadAfter < 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/cosmosd/cosmosd/admin"
@@ -29,6 +30,7 @@ import (
 	"github.com/cosmosd/cosmosd/cql"
 	"github.com/cosmosd/cosmosd/cql/exec"
 	"github.com/cosmosd/cosmosd/partition"
+	"github.com/cosmosd/cosmosd/placement"
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/router"
@@ -63,11 +65,13 @@ type Node struct {
 	adminSrv *grpc.Server
 	httpSrv  *http.Server
 	reg      *cluster.Registration
+	ctrl     *placement.Controller
 	metrics  *prometheus.Registry
 
 	cqlLn, peerLn, adminLn, httpLn net.Listener
 
 	ready     atomic.Bool
+	killed    atomic.Bool
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup
 	closeOnce sync.Once
@@ -146,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		endpoints = n.embedded.Endpoints()
 		logger.Info("started embedded etcd", "endpoints", strings.Join(endpoints, ","))
 	}
-	n.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: nil})
+	n.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
@@ -204,8 +208,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxRequestsPerConnection: cfg.MaxRequestsPerConnection, RequestTimeout: cfg.RequestTimeout, Logger: n.logger})
 	n.serveBG("cql", func() error { return n.cqlSrv.Serve(n.cqlLn) })
 
+	n.ctrl = placement.NewController(placement.ControllerConfig{
+		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, DeadAfter: cfg.DeadAfter, Logger: n.logger.With("component", "controller"),
+	})
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		n.ctrl.Run(runCtx)
+	}()
+
 	n.adminSrv = grpc.NewServer()
-	adminpb.RegisterAdminServer(n.adminSrv, admin.NewServer(admin.Config{Meta: n.meta, Router: n.router, Logger: n.logger}))
+	adminpb.RegisterAdminServer(n.adminSrv, admin.NewServer(admin.Config{Meta: n.meta, Router: n.router, DeadAfter: cfg.DeadAfter, Logger: n.logger}))
 	n.serveBG("admin grpc", func() error { return n.adminSrv.Serve(n.adminLn) })
 
 	if n.httpLn != nil {
@@ -218,7 +231,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.httpLn != nil {
 		info.HTTPAddr = n.advertised(n.httpLn)
 	}
-	if n.reg, err = cluster.Register(ctx, n.etcd, cfg.EtcdPrefix, info, 10*time.Second, n.logger); err != nil {
+	if n.reg, err = cluster.Register(ctx, n.etcd, cfg.EtcdPrefix, info, cfg.RegistrationTTL, n.logger); err != nil {
 		return nil, err
 	}
 	n.ready.Store(true)
@@ -333,6 +346,18 @@ func (n *Node) startHTTP() {
 	n.serveBG("http", func() error { return n.httpSrv.Serve(n.httpLn) })
 }
 
+// Controller returns the node's controller.
+func (n *Node) Controller() *placement.Controller { return n.ctrl }
+
+// Kill stops the node abruptly, as a crash would: no drain, no
+// deregistration (its registration expires with its lease), connections
+// cut. What was acknowledged is on disk; the store is closed so the data
+// directory can be reopened by RestartNode in the same process.
+func (n *Node) Kill() {
+	n.killed.Store(true)
+	_ = n.Close(context.Background())
+}
+
 // Close shuts the node down gracefully: stop accepting CQL and drain
 // in-flight requests, deregister, stop services and replicas, close the
 // store. Safe to call twice.
@@ -344,8 +369,12 @@ func (n *Node) Close(ctx context.Context) error {
 func (n *Node) close(ctx context.Context) error {
 	var errs []error
 	n.ready.Store(false)
+	killed := n.killed.Load()
 	drainCtx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
 	defer cancel()
+	if killed {
+		cancel() // no grace for anything
+	}
 	if n.cqlSrv != nil {
 		if err := n.cqlSrv.Shutdown(drainCtx); err != nil {
 			errs = append(errs, fmt.Errorf("drain cql: %w", err))
@@ -353,7 +382,9 @@ func (n *Node) close(ctx context.Context) error {
 	} else if n.cqlLn != nil {
 		_ = n.cqlLn.Close()
 	}
-	if n.reg != nil {
+	if n.reg != nil && killed {
+		n.reg.Abandon()
+	} else if n.reg != nil {
 		if err := n.reg.Close(drainCtx); err != nil {
 			errs = append(errs, fmt.Errorf("deregister: %w", err))
 		}

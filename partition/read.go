@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/storage"
@@ -128,6 +129,22 @@ func (rd *reader) visit(key, value []byte, counted bool) (int, error) {
 	return visitNext, nil
 }
 
+// resumeStatic sends again the static row of a partition a read resumes
+// inside (after one of its clustering rows), so the coordinator has it for
+// the rows that follow. It never ends the response: the resume point of
+// the next read must stay a clustering row.
+func (rd *reader) resumeStatic(prefix []byte) error {
+	v, ok, err := rd.r.Get(prefix)
+	if err != nil || !ok {
+		return err
+	}
+	maxBytes := rd.maxBytes
+	rd.maxBytes = math.MaxUint64
+	_, err = rd.visit(prefix, v, false)
+	rd.maxBytes = maxBytes
+	return err
+}
+
 // partitionPrefix returns the row-key prefix of a row key (table, token, pk).
 func partitionPrefix(key []byte) []byte {
 	if len(key) < 21 {
@@ -195,6 +212,10 @@ func (rd *reader) partition(prefix []byte, inResume bool, resume []byte) (int, e
 			if err != nil || out == visitStop {
 				return out, err
 			}
+		}
+	} else if rd.req.GetStatic() && len(resume) > len(prefix) {
+		if err := rd.resumeStatic(prefix); err != nil {
+			return 0, err
 		}
 	}
 	slices := rd.req.GetSlices()
@@ -279,6 +300,11 @@ func (rd *reader) scan() error {
 	}
 	if bytes.Compare(span.Start, span.End) >= 0 {
 		return nil
+	}
+	if len(resume) > len(cur) && rd.req.GetStatic() && rd.req.GetClustering() && !(rd.ppl > 0 && rd.partRows >= rd.ppl) {
+		if err := rd.resumeStatic(cur); err != nil {
+			return err
+		}
 	}
 	it, err := rd.r.NewIter(span)
 	if err != nil {

@@ -45,6 +45,7 @@ func (r *Replica) Status(stats bool) (*kvpb.ReplicaStatus, error) {
 		LeaderNode: uint64(st.LeaderNode),
 		Term:       st.Term,
 		Applied:    st.Applied,
+		Commit:     st.Commit,
 	}
 	if stats {
 		snap := r.engine.NewSnapshot()

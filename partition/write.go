@@ -645,7 +645,8 @@ func (st *stage) evalCondition(c *kvpb.Condition) (bool, *kvpb.CurrentRow, error
 		cur.Row = storage.AppendRow(nil, &row)
 	}
 	var static storage.Row
-	if len(c.GetStaticColumns()) > 0 {
+	// A failed IF NOT EXISTS reports the whole row, statics included.
+	if len(c.GetStaticColumns()) > 0 || (c.GetKind() == kvpb.Condition_NOT_EXISTS && len(c.GetCk()) > 0) {
 		var sok bool
 		if static, sok, err = st.current(ps, nil); err != nil {
 			return false, nil, err

@@ -3,6 +3,8 @@ package placement
 import (
 	"errors"
 	"testing"
+
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 )
 
 func TestPlaceDistinctAndBalanced(t *testing.T) {
@@ -64,5 +66,49 @@ func TestPlaceNeedsEnoughNodes(t *testing.T) {
 	}
 	if _, err := Place([]Node{{ID: 1}}, 1, 1); err != nil {
 		t.Fatalf("one replica on one node: %v", err)
+	}
+}
+
+func descWith(id uint64, nodes ...uint64) *kvpb.Descriptor {
+	d := &kvpb.Descriptor{Id: id, TableId: 1}
+	for i, n := range nodes {
+		d.Replicas = append(d.Replicas, &kvpb.ReplicaDescriptor{NodeId: n, ReplicaId: uint64(i + 1)})
+	}
+	return d
+}
+
+func TestPlanRepairs(t *testing.T) {
+	live := []Node{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 5}, {ID: 6}}
+	tests := []struct {
+		name  string
+		parts []*kvpb.Descriptor
+		busy  map[uint64]bool
+		max   int
+		want  []Move
+	}{
+		{"nothing dead", []*kvpb.Descriptor{descWith(10, 1, 2, 3, 5)}, nil, 10, nil},
+		{"one dead replica moves to the node without one",
+			[]*kvpb.Descriptor{descWith(10, 1, 2, 3, 4)}, nil, 10,
+			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}}},
+		{"spread over the least loaded",
+			[]*kvpb.Descriptor{descWith(10, 1, 2, 3, 4), descWith(11, 1, 2, 3, 4)}, nil, 10,
+			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}, {Partition: 11, Table: 1, From: 4, To: 6}}},
+		{"busy partitions wait", []*kvpb.Descriptor{descWith(10, 1, 2, 3, 4)}, map[uint64]bool{10: true}, 10, nil},
+		{"bounded", []*kvpb.Descriptor{descWith(10, 1, 2, 3, 4), descWith(11, 1, 2, 3, 4)}, nil, 1,
+			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PlanRepairs(View{Parts: tc.parts, Live: live, Dead: map[uint64]bool{4: true}, Busy: tc.busy}, tc.max)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+			for i := range got {
+				got[i].Reason = ""
+				if got[i] != tc.want[i] {
+					t.Fatalf("move %d = %+v, want %+v", i, got[i], tc.want[i])
+				}
+			}
+		})
 	}
 }

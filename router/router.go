@@ -411,3 +411,134 @@ func (r *Router) ReplicaStatus(ctx context.Context, node consensus.NodeID, req *
 	}
 	return c.kv.ReplicaStatus(ctx, req)
 }
+
+// ChangeReplicas implements kvpb.InternalServer.
+func (s *Server) ChangeReplicas(ctx context.Context, req *kvpb.ChangeReplicasRequest) (*kvpb.ChangeReplicasResponse, error) {
+	rep, ok := s.store.Replica(req.GetPartitionId())
+	if !ok {
+		return &kvpb.ChangeReplicasResponse{Error: notHere(req.GetPartitionId())}, nil
+	}
+	d, err := rep.ChangeReplicas(ctx, req.GetChanges())
+	if err != nil {
+		return &kvpb.ChangeReplicasResponse{Error: partition.AsPB(err)}, nil
+	}
+	return &kvpb.ChangeReplicasResponse{Desc: d}, nil
+}
+
+// TransferLeader implements kvpb.InternalServer.
+func (s *Server) TransferLeader(ctx context.Context, req *kvpb.TransferLeaderRequest) (*kvpb.TransferLeaderResponse, error) {
+	rep, ok := s.store.Replica(req.GetPartitionId())
+	if !ok {
+		return &kvpb.TransferLeaderResponse{Error: notHere(req.GetPartitionId())}, nil
+	}
+	if err := rep.TransferLeader(ctx, consensus.NodeID(req.GetTargetNode())); err != nil {
+		return &kvpb.TransferLeaderResponse{Error: partition.AsPB(err)}, nil
+	}
+	return &kvpb.TransferLeaderResponse{}, nil
+}
+
+// Split implements kvpb.InternalServer.
+func (s *Server) Split(ctx context.Context, req *kvpb.SplitRequest) (*kvpb.SplitResponse, error) {
+	rep, ok := s.store.Replica(req.GetPartitionId())
+	if !ok {
+		return &kvpb.SplitResponse{Error: notHere(req.GetPartitionId())}, nil
+	}
+	l, r, err := rep.Split(ctx, req)
+	if err != nil {
+		return &kvpb.SplitResponse{Error: partition.AsPB(err)}, nil
+	}
+	return &kvpb.SplitResponse{Left: l, Right: r}, nil
+}
+
+func notHere(id uint64) *kvpb.Error {
+	return &kvpb.Error{Code: kvpb.Error_NOT_FOUND, Message: fmt.Sprintf("no replica of partition %d here", id)}
+}
+
+// leaderCall runs call on the node that leads partition id, following
+// leadership hints; call returns the partition error of the response.
+func (r *Router) leaderCall(ctx context.Context, id uint64, call func(ctx context.Context, node consensus.NodeID) error) error {
+	return r.do(ctx, Target{Partition: id, Leader: true}, false, func(ctx context.Context, node consensus.NodeID, _ *kvpb.Descriptor) (bool, error) {
+		err := call(ctx, node)
+		sent := true
+		if err != nil && partition.ErrorCode(err) == kvpb.Error_UNKNOWN {
+			sent = sentRPC(err)
+		}
+		return sent, err
+	})
+}
+
+// ChangeReplicas asks a partition's leader to change its membership.
+func (r *Router) ChangeReplicas(ctx context.Context, id uint64, changes []*kvpb.ReplicaChange) (*kvpb.Descriptor, error) {
+	var out *kvpb.Descriptor
+	err := r.leaderCall(ctx, id, func(ctx context.Context, node consensus.NodeID) error {
+		if node == r.cfg.NodeID {
+			rep, ok := r.cfg.Store.Replica(id)
+			if !ok {
+				return partition.FromPB(notHere(id))
+			}
+			d, err := rep.ChangeReplicas(ctx, changes)
+			out = d
+			return err
+		}
+		c, err := r.conn(node)
+		if err != nil {
+			return err
+		}
+		resp, err := c.kv.ChangeReplicas(ctx, &kvpb.ChangeReplicasRequest{PartitionId: id, Changes: changes})
+		if err != nil {
+			return err
+		}
+		out = resp.GetDesc()
+		return partition.FromPB(resp.GetError())
+	})
+	return out, err
+}
+
+// TransferLeader asks a partition's leader to hand leadership to target.
+func (r *Router) TransferLeader(ctx context.Context, id uint64, target consensus.NodeID) error {
+	return r.leaderCall(ctx, id, func(ctx context.Context, node consensus.NodeID) error {
+		if node == r.cfg.NodeID {
+			rep, ok := r.cfg.Store.Replica(id)
+			if !ok {
+				return partition.FromPB(notHere(id))
+			}
+			return rep.TransferLeader(ctx, target)
+		}
+		c, err := r.conn(node)
+		if err != nil {
+			return err
+		}
+		resp, err := c.kv.TransferLeader(ctx, &kvpb.TransferLeaderRequest{PartitionId: id, TargetNode: uint64(target)})
+		if err != nil {
+			return err
+		}
+		return partition.FromPB(resp.GetError())
+	})
+}
+
+// Split asks a partition's leader to split it.
+func (r *Router) Split(ctx context.Context, req *kvpb.SplitRequest) (*kvpb.Descriptor, *kvpb.Descriptor, error) {
+	var left, right *kvpb.Descriptor
+	err := r.leaderCall(ctx, req.GetPartitionId(), func(ctx context.Context, node consensus.NodeID) error {
+		if node == r.cfg.NodeID {
+			rep, ok := r.cfg.Store.Replica(req.GetPartitionId())
+			if !ok {
+				return partition.FromPB(notHere(req.GetPartitionId()))
+			}
+			var err error
+			left, right, err = rep.Split(ctx, req)
+			return err
+		}
+		c, err := r.conn(node)
+		if err != nil {
+			return err
+		}
+		resp, err := c.kv.Split(ctx, req)
+		if err != nil {
+			return err
+		}
+		left, right = resp.GetLeft(), resp.GetRight()
+		return partition.FromPB(resp.GetError())
+	})
+	return left, right, err
+}

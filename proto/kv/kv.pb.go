@@ -333,6 +333,58 @@ func (Error_Code) EnumDescriptor() ([]byte, []int) {
 	return file_kv_kv_proto_rawDescGZIP(), []int{18, 0}
 }
 
+type ReplicaChange_Type int32
+
+const (
+	ReplicaChange_ADD_LEARNER     ReplicaChange_Type = 0
+	ReplicaChange_PROMOTE_LEARNER ReplicaChange_Type = 1
+	ReplicaChange_ADD_VOTER       ReplicaChange_Type = 2
+	ReplicaChange_REMOVE          ReplicaChange_Type = 3
+)
+
+// Enum value maps for ReplicaChange_Type.
+var (
+	ReplicaChange_Type_name = map[int32]string{
+		0: "ADD_LEARNER",
+		1: "PROMOTE_LEARNER",
+		2: "ADD_VOTER",
+		3: "REMOVE",
+	}
+	ReplicaChange_Type_value = map[string]int32{
+		"ADD_LEARNER":     0,
+		"PROMOTE_LEARNER": 1,
+		"ADD_VOTER":       2,
+		"REMOVE":          3,
+	}
+)
+
+func (x ReplicaChange_Type) Enum() *ReplicaChange_Type {
+	p := new(ReplicaChange_Type)
+	*p = x
+	return p
+}
+
+func (x ReplicaChange_Type) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReplicaChange_Type) Descriptor() protoreflect.EnumDescriptor {
+	return file_kv_kv_proto_enumTypes[5].Descriptor()
+}
+
+func (ReplicaChange_Type) Type() protoreflect.EnumType {
+	return &file_kv_kv_proto_enumTypes[5]
+}
+
+func (x ReplicaChange_Type) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReplicaChange_Type.Descriptor instead.
+func (ReplicaChange_Type) EnumDescriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{19, 0}
+}
+
 // ReplicaDescriptor is one replica of a physical partition.
 type ReplicaDescriptor struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1899,6 +1951,391 @@ func (x *Error) GetRetryAfterMs() int64 {
 	return 0
 }
 
+type ReplicaChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          ReplicaChange_Type     `protobuf:"varint,1,opt,name=type,proto3,enum=cosmosd.kv.ReplicaChange_Type" json:"type,omitempty"`
+	Replica       *ReplicaDescriptor     `protobuf:"bytes,2,opt,name=replica,proto3" json:"replica,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaChange) Reset() {
+	*x = ReplicaChange{}
+	mi := &file_kv_kv_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaChange) ProtoMessage() {}
+
+func (x *ReplicaChange) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaChange.ProtoReflect.Descriptor instead.
+func (*ReplicaChange) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReplicaChange) GetType() ReplicaChange_Type {
+	if x != nil {
+		return x.Type
+	}
+	return ReplicaChange_ADD_LEARNER
+}
+
+func (x *ReplicaChange) GetReplica() *ReplicaDescriptor {
+	if x != nil {
+		return x.Replica
+	}
+	return nil
+}
+
+type ChangeReplicasRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId   uint64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId,proto3" json:"partition_id,omitempty"`
+	Changes       []*ReplicaChange       `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeReplicasRequest) Reset() {
+	*x = ChangeReplicasRequest{}
+	mi := &file_kv_kv_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeReplicasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeReplicasRequest) ProtoMessage() {}
+
+func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeReplicasRequest.ProtoReflect.Descriptor instead.
+func (*ChangeReplicasRequest) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ChangeReplicasRequest) GetPartitionId() uint64 {
+	if x != nil {
+		return x.PartitionId
+	}
+	return 0
+}
+
+func (x *ChangeReplicasRequest) GetChanges() []*ReplicaChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+type ChangeReplicasResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// desc is the partition's descriptor after the change applied.
+	Desc          *Descriptor `protobuf:"bytes,1,opt,name=desc,proto3" json:"desc,omitempty"`
+	Error         *Error      `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeReplicasResponse) Reset() {
+	*x = ChangeReplicasResponse{}
+	mi := &file_kv_kv_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeReplicasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeReplicasResponse) ProtoMessage() {}
+
+func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeReplicasResponse.ProtoReflect.Descriptor instead.
+func (*ChangeReplicasResponse) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ChangeReplicasResponse) GetDesc() *Descriptor {
+	if x != nil {
+		return x.Desc
+	}
+	return nil
+}
+
+func (x *ChangeReplicasResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type TransferLeaderRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId   uint64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId,proto3" json:"partition_id,omitempty"`
+	TargetNode    uint64                 `protobuf:"varint,2,opt,name=target_node,json=targetNode,proto3" json:"target_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferLeaderRequest) Reset() {
+	*x = TransferLeaderRequest{}
+	mi := &file_kv_kv_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferLeaderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferLeaderRequest) ProtoMessage() {}
+
+func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
+func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *TransferLeaderRequest) GetPartitionId() uint64 {
+	if x != nil {
+		return x.PartitionId
+	}
+	return 0
+}
+
+func (x *TransferLeaderRequest) GetTargetNode() uint64 {
+	if x != nil {
+		return x.TargetNode
+	}
+	return 0
+}
+
+type TransferLeaderResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferLeaderResponse) Reset() {
+	*x = TransferLeaderResponse{}
+	mi := &file_kv_kv_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferLeaderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferLeaderResponse) ProtoMessage() {}
+
+func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
+func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TransferLeaderResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type SplitRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId uint64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId,proto3" json:"partition_id,omitempty"`
+	// split_token is the first token of the right half: the left keeps
+	// [start, split_token - 1], the right gets [split_token, end].
+	SplitToken int64  `protobuf:"varint,2,opt,name=split_token,json=splitToken,proto3" json:"split_token,omitempty"`
+	RightId    uint64 `protobuf:"varint,3,opt,name=right_id,json=rightId,proto3" json:"right_id,omitempty"`
+	// expected_generation guards against splitting a partition that changed
+	// since the caller looked (0 = no check).
+	ExpectedGeneration uint64 `protobuf:"varint,4,opt,name=expected_generation,json=expectedGeneration,proto3" json:"expected_generation,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *SplitRequest) Reset() {
+	*x = SplitRequest{}
+	mi := &file_kv_kv_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitRequest) ProtoMessage() {}
+
+func (x *SplitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
+func (*SplitRequest) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SplitRequest) GetPartitionId() uint64 {
+	if x != nil {
+		return x.PartitionId
+	}
+	return 0
+}
+
+func (x *SplitRequest) GetSplitToken() int64 {
+	if x != nil {
+		return x.SplitToken
+	}
+	return 0
+}
+
+func (x *SplitRequest) GetRightId() uint64 {
+	if x != nil {
+		return x.RightId
+	}
+	return 0
+}
+
+func (x *SplitRequest) GetExpectedGeneration() uint64 {
+	if x != nil {
+		return x.ExpectedGeneration
+	}
+	return 0
+}
+
+type SplitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Left          *Descriptor            `protobuf:"bytes,1,opt,name=left,proto3" json:"left,omitempty"`
+	Right         *Descriptor            `protobuf:"bytes,2,opt,name=right,proto3" json:"right,omitempty"`
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitResponse) Reset() {
+	*x = SplitResponse{}
+	mi := &file_kv_kv_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitResponse) ProtoMessage() {}
+
+func (x *SplitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitResponse.ProtoReflect.Descriptor instead.
+func (*SplitResponse) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SplitResponse) GetLeft() *Descriptor {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *SplitResponse) GetRight() *Descriptor {
+	if x != nil {
+		return x.Right
+	}
+	return nil
+}
+
+func (x *SplitResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 type ReplicaStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// partition_ids selects replicas; empty means all on the node.
@@ -1912,7 +2349,7 @@ type ReplicaStatusRequest struct {
 
 func (x *ReplicaStatusRequest) Reset() {
 	*x = ReplicaStatusRequest{}
-	mi := &file_kv_kv_proto_msgTypes[19]
+	mi := &file_kv_kv_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2361,7 @@ func (x *ReplicaStatusRequest) String() string {
 func (*ReplicaStatusRequest) ProtoMessage() {}
 
 func (x *ReplicaStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[19]
+	mi := &file_kv_kv_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2374,7 @@ func (x *ReplicaStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{19}
+	return file_kv_kv_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReplicaStatusRequest) GetPartitionIds() []uint64 {
@@ -1962,6 +2399,7 @@ type ReplicaStatus struct {
 	LeaderNode        uint64                 `protobuf:"varint,4,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
 	Term              uint64                 `protobuf:"varint,5,opt,name=term,proto3" json:"term,omitempty"`
 	Applied           uint64                 `protobuf:"varint,6,opt,name=applied,proto3" json:"applied,omitempty"`
+	Commit            uint64                 `protobuf:"varint,10,opt,name=commit,proto3" json:"commit,omitempty"`
 	Bytes             int64                  `protobuf:"varint,7,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	Rows              int64                  `protobuf:"varint,8,opt,name=rows,proto3" json:"rows,omitempty"`
 	LogicalPartitions int64                  `protobuf:"varint,9,opt,name=logical_partitions,json=logicalPartitions,proto3" json:"logical_partitions,omitempty"`
@@ -1971,7 +2409,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_kv_kv_proto_msgTypes[20]
+	mi := &file_kv_kv_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2421,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[20]
+	mi := &file_kv_kv_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2434,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{20}
+	return file_kv_kv_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReplicaStatus) GetDesc() *Descriptor {
@@ -2041,6 +2479,13 @@ func (x *ReplicaStatus) GetApplied() uint64 {
 	return 0
 }
 
+func (x *ReplicaStatus) GetCommit() uint64 {
+	if x != nil {
+		return x.Commit
+	}
+	return 0
+}
+
 func (x *ReplicaStatus) GetBytes() int64 {
 	if x != nil {
 		return x.Bytes
@@ -2072,7 +2517,7 @@ type ReplicaStatusResponse struct {
 
 func (x *ReplicaStatusResponse) Reset() {
 	*x = ReplicaStatusResponse{}
-	mi := &file_kv_kv_proto_msgTypes[21]
+	mi := &file_kv_kv_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2529,7 @@ func (x *ReplicaStatusResponse) String() string {
 func (*ReplicaStatusResponse) ProtoMessage() {}
 
 func (x *ReplicaStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[21]
+	mi := &file_kv_kv_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2542,7 @@ func (x *ReplicaStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{21}
+	return file_kv_kv_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReplicaStatusResponse) GetNodeId() uint64 {
@@ -2313,10 +2758,41 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\n" +
 	"OVERLOADED\x10\x06\x12\x17\n" +
 	"\x13PARTITION_TOO_LARGE\x10\a\x12\r\n" +
-	"\tNOT_FOUND\x10\b\"Q\n" +
+	"\tNOT_FOUND\x10\b\"\xc5\x01\n" +
+	"\rReplicaChange\x122\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x1e.cosmosd.kv.ReplicaChange.TypeR\x04type\x127\n" +
+	"\areplica\x18\x02 \x01(\v2\x1d.cosmosd.kv.ReplicaDescriptorR\areplica\"G\n" +
+	"\x04Type\x12\x0f\n" +
+	"\vADD_LEARNER\x10\x00\x12\x13\n" +
+	"\x0fPROMOTE_LEARNER\x10\x01\x12\r\n" +
+	"\tADD_VOTER\x10\x02\x12\n" +
+	"\n" +
+	"\x06REMOVE\x10\x03\"o\n" +
+	"\x15ChangeReplicasRequest\x12!\n" +
+	"\fpartition_id\x18\x01 \x01(\x04R\vpartitionId\x123\n" +
+	"\achanges\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaChangeR\achanges\"m\n" +
+	"\x16ChangeReplicasResponse\x12*\n" +
+	"\x04desc\x18\x01 \x01(\v2\x16.cosmosd.kv.DescriptorR\x04desc\x12'\n" +
+	"\x05error\x18\x02 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"[\n" +
+	"\x15TransferLeaderRequest\x12!\n" +
+	"\fpartition_id\x18\x01 \x01(\x04R\vpartitionId\x12\x1f\n" +
+	"\vtarget_node\x18\x02 \x01(\x04R\n" +
+	"targetNode\"A\n" +
+	"\x16TransferLeaderResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"\x9e\x01\n" +
+	"\fSplitRequest\x12!\n" +
+	"\fpartition_id\x18\x01 \x01(\x04R\vpartitionId\x12\x1f\n" +
+	"\vsplit_token\x18\x02 \x01(\x03R\n" +
+	"splitToken\x12\x19\n" +
+	"\bright_id\x18\x03 \x01(\x04R\arightId\x12/\n" +
+	"\x13expected_generation\x18\x04 \x01(\x04R\x12expectedGeneration\"\x92\x01\n" +
+	"\rSplitResponse\x12*\n" +
+	"\x04left\x18\x01 \x01(\v2\x16.cosmosd.kv.DescriptorR\x04left\x12,\n" +
+	"\x05right\x18\x02 \x01(\v2\x16.cosmosd.kv.DescriptorR\x05right\x12'\n" +
+	"\x05error\x18\x03 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"Q\n" +
 	"\x14ReplicaStatusRequest\x12#\n" +
 	"\rpartition_ids\x18\x01 \x03(\x04R\fpartitionIds\x12\x14\n" +
-	"\x05stats\x18\x02 \x01(\bR\x05stats\"\x9a\x02\n" +
+	"\x05stats\x18\x02 \x01(\bR\x05stats\"\xb2\x02\n" +
 	"\rReplicaStatus\x12*\n" +
 	"\x04desc\x18\x01 \x01(\v2\x16.cosmosd.kv.DescriptorR\x04desc\x12\x1d\n" +
 	"\n" +
@@ -2325,17 +2801,22 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\vleader_node\x18\x04 \x01(\x04R\n" +
 	"leaderNode\x12\x12\n" +
 	"\x04term\x18\x05 \x01(\x04R\x04term\x12\x18\n" +
-	"\aapplied\x18\x06 \x01(\x04R\aapplied\x12\x14\n" +
+	"\aapplied\x18\x06 \x01(\x04R\aapplied\x12\x16\n" +
+	"\x06commit\x18\n" +
+	" \x01(\x04R\x06commit\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12\x12\n" +
 	"\x04rows\x18\b \x01(\x03R\x04rows\x12-\n" +
 	"\x12logical_partitions\x18\t \x01(\x03R\x11logicalPartitions\"g\n" +
 	"\x15ReplicaStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x125\n" +
-	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xd9\x01\n" +
+	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xc9\x03\n" +
 	"\bInternal\x12<\n" +
 	"\x05Write\x12\x18.cosmosd.kv.WriteRequest\x1a\x19.cosmosd.kv.WriteResponse\x129\n" +
 	"\x04Read\x12\x17.cosmosd.kv.ReadRequest\x1a\x18.cosmosd.kv.ReadResponse\x12T\n" +
-	"\rReplicaStatus\x12 .cosmosd.kv.ReplicaStatusRequest\x1a!.cosmosd.kv.ReplicaStatusResponseB*Z(github.com/cosmosd/cosmosd/proto/kv;kvpbb\x06proto3"
+	"\rReplicaStatus\x12 .cosmosd.kv.ReplicaStatusRequest\x1a!.cosmosd.kv.ReplicaStatusResponse\x12W\n" +
+	"\x0eChangeReplicas\x12!.cosmosd.kv.ChangeReplicasRequest\x1a\".cosmosd.kv.ChangeReplicasResponse\x12W\n" +
+	"\x0eTransferLeader\x12!.cosmosd.kv.TransferLeaderRequest\x1a\".cosmosd.kv.TransferLeaderResponse\x12<\n" +
+	"\x05Split\x12\x18.cosmosd.kv.SplitRequest\x1a\x19.cosmosd.kv.SplitResponseB*Z(github.com/cosmosd/cosmosd/proto/kv;kvpbb\x06proto3"
 
 var (
 	file_kv_kv_proto_rawDescOnce sync.Once
@@ -2349,78 +2830,101 @@ func file_kv_kv_proto_rawDescGZIP() []byte {
 	return file_kv_kv_proto_rawDescData
 }
 
-var file_kv_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_kv_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_kv_kv_proto_goTypes = []any{
-	(ColumnOp_Kind)(0),            // 0: cosmosd.kv.ColumnOp.Kind
-	(Mutation_Kind)(0),            // 1: cosmosd.kv.Mutation.Kind
-	(ColumnCondition_Op)(0),       // 2: cosmosd.kv.ColumnCondition.Op
-	(Condition_Kind)(0),           // 3: cosmosd.kv.Condition.Kind
-	(Error_Code)(0),               // 4: cosmosd.kv.Error.Code
-	(*ReplicaDescriptor)(nil),     // 5: cosmosd.kv.ReplicaDescriptor
-	(*Descriptor)(nil),            // 6: cosmosd.kv.Descriptor
-	(*Command)(nil),               // 7: cosmosd.kv.Command
-	(*SplitCommand)(nil),          // 8: cosmosd.kv.SplitCommand
-	(*TruncateCommand)(nil),       // 9: cosmosd.kv.TruncateCommand
-	(*ColumnOp)(nil),              // 10: cosmosd.kv.ColumnOp
-	(*Mutation)(nil),              // 11: cosmosd.kv.Mutation
-	(*Bound)(nil),                 // 12: cosmosd.kv.Bound
-	(*ColumnCondition)(nil),       // 13: cosmosd.kv.ColumnCondition
-	(*Condition)(nil),             // 14: cosmosd.kv.Condition
-	(*WriteRequest)(nil),          // 15: cosmosd.kv.WriteRequest
-	(*WriteResponse)(nil),         // 16: cosmosd.kv.WriteResponse
-	(*CurrentRow)(nil),            // 17: cosmosd.kv.CurrentRow
-	(*PartitionKey)(nil),          // 18: cosmosd.kv.PartitionKey
-	(*Slice)(nil),                 // 19: cosmosd.kv.Slice
-	(*ReadRequest)(nil),           // 20: cosmosd.kv.ReadRequest
-	(*Row)(nil),                   // 21: cosmosd.kv.Row
-	(*ReadResponse)(nil),          // 22: cosmosd.kv.ReadResponse
-	(*Error)(nil),                 // 23: cosmosd.kv.Error
-	(*ReplicaStatusRequest)(nil),  // 24: cosmosd.kv.ReplicaStatusRequest
-	(*ReplicaStatus)(nil),         // 25: cosmosd.kv.ReplicaStatus
-	(*ReplicaStatusResponse)(nil), // 26: cosmosd.kv.ReplicaStatusResponse
+	(ColumnOp_Kind)(0),             // 0: cosmosd.kv.ColumnOp.Kind
+	(Mutation_Kind)(0),             // 1: cosmosd.kv.Mutation.Kind
+	(ColumnCondition_Op)(0),        // 2: cosmosd.kv.ColumnCondition.Op
+	(Condition_Kind)(0),            // 3: cosmosd.kv.Condition.Kind
+	(Error_Code)(0),                // 4: cosmosd.kv.Error.Code
+	(ReplicaChange_Type)(0),        // 5: cosmosd.kv.ReplicaChange.Type
+	(*ReplicaDescriptor)(nil),      // 6: cosmosd.kv.ReplicaDescriptor
+	(*Descriptor)(nil),             // 7: cosmosd.kv.Descriptor
+	(*Command)(nil),                // 8: cosmosd.kv.Command
+	(*SplitCommand)(nil),           // 9: cosmosd.kv.SplitCommand
+	(*TruncateCommand)(nil),        // 10: cosmosd.kv.TruncateCommand
+	(*ColumnOp)(nil),               // 11: cosmosd.kv.ColumnOp
+	(*Mutation)(nil),               // 12: cosmosd.kv.Mutation
+	(*Bound)(nil),                  // 13: cosmosd.kv.Bound
+	(*ColumnCondition)(nil),        // 14: cosmosd.kv.ColumnCondition
+	(*Condition)(nil),              // 15: cosmosd.kv.Condition
+	(*WriteRequest)(nil),           // 16: cosmosd.kv.WriteRequest
+	(*WriteResponse)(nil),          // 17: cosmosd.kv.WriteResponse
+	(*CurrentRow)(nil),             // 18: cosmosd.kv.CurrentRow
+	(*PartitionKey)(nil),           // 19: cosmosd.kv.PartitionKey
+	(*Slice)(nil),                  // 20: cosmosd.kv.Slice
+	(*ReadRequest)(nil),            // 21: cosmosd.kv.ReadRequest
+	(*Row)(nil),                    // 22: cosmosd.kv.Row
+	(*ReadResponse)(nil),           // 23: cosmosd.kv.ReadResponse
+	(*Error)(nil),                  // 24: cosmosd.kv.Error
+	(*ReplicaChange)(nil),          // 25: cosmosd.kv.ReplicaChange
+	(*ChangeReplicasRequest)(nil),  // 26: cosmosd.kv.ChangeReplicasRequest
+	(*ChangeReplicasResponse)(nil), // 27: cosmosd.kv.ChangeReplicasResponse
+	(*TransferLeaderRequest)(nil),  // 28: cosmosd.kv.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil), // 29: cosmosd.kv.TransferLeaderResponse
+	(*SplitRequest)(nil),           // 30: cosmosd.kv.SplitRequest
+	(*SplitResponse)(nil),          // 31: cosmosd.kv.SplitResponse
+	(*ReplicaStatusRequest)(nil),   // 32: cosmosd.kv.ReplicaStatusRequest
+	(*ReplicaStatus)(nil),          // 33: cosmosd.kv.ReplicaStatus
+	(*ReplicaStatusResponse)(nil),  // 34: cosmosd.kv.ReplicaStatusResponse
 }
 var file_kv_kv_proto_depIdxs = []int32{
-	5,  // 0: cosmosd.kv.Descriptor.replicas:type_name -> cosmosd.kv.ReplicaDescriptor
-	15, // 1: cosmosd.kv.Command.write:type_name -> cosmosd.kv.WriteRequest
-	8,  // 2: cosmosd.kv.Command.split:type_name -> cosmosd.kv.SplitCommand
-	9,  // 3: cosmosd.kv.Command.truncate:type_name -> cosmosd.kv.TruncateCommand
-	6,  // 4: cosmosd.kv.SplitCommand.left:type_name -> cosmosd.kv.Descriptor
-	6,  // 5: cosmosd.kv.SplitCommand.right:type_name -> cosmosd.kv.Descriptor
+	6,  // 0: cosmosd.kv.Descriptor.replicas:type_name -> cosmosd.kv.ReplicaDescriptor
+	16, // 1: cosmosd.kv.Command.write:type_name -> cosmosd.kv.WriteRequest
+	9,  // 2: cosmosd.kv.Command.split:type_name -> cosmosd.kv.SplitCommand
+	10, // 3: cosmosd.kv.Command.truncate:type_name -> cosmosd.kv.TruncateCommand
+	7,  // 4: cosmosd.kv.SplitCommand.left:type_name -> cosmosd.kv.Descriptor
+	7,  // 5: cosmosd.kv.SplitCommand.right:type_name -> cosmosd.kv.Descriptor
 	0,  // 6: cosmosd.kv.ColumnOp.kind:type_name -> cosmosd.kv.ColumnOp.Kind
 	1,  // 7: cosmosd.kv.Mutation.kind:type_name -> cosmosd.kv.Mutation.Kind
-	10, // 8: cosmosd.kv.Mutation.ops:type_name -> cosmosd.kv.ColumnOp
-	12, // 9: cosmosd.kv.Mutation.range_start:type_name -> cosmosd.kv.Bound
-	12, // 10: cosmosd.kv.Mutation.range_end:type_name -> cosmosd.kv.Bound
+	11, // 8: cosmosd.kv.Mutation.ops:type_name -> cosmosd.kv.ColumnOp
+	13, // 9: cosmosd.kv.Mutation.range_start:type_name -> cosmosd.kv.Bound
+	13, // 10: cosmosd.kv.Mutation.range_end:type_name -> cosmosd.kv.Bound
 	2,  // 11: cosmosd.kv.ColumnCondition.op:type_name -> cosmosd.kv.ColumnCondition.Op
 	3,  // 12: cosmosd.kv.Condition.kind:type_name -> cosmosd.kv.Condition.Kind
-	13, // 13: cosmosd.kv.Condition.columns:type_name -> cosmosd.kv.ColumnCondition
-	13, // 14: cosmosd.kv.Condition.static_columns:type_name -> cosmosd.kv.ColumnCondition
-	11, // 15: cosmosd.kv.WriteRequest.mutations:type_name -> cosmosd.kv.Mutation
-	14, // 16: cosmosd.kv.WriteRequest.conditions:type_name -> cosmosd.kv.Condition
-	17, // 17: cosmosd.kv.WriteResponse.current:type_name -> cosmosd.kv.CurrentRow
-	23, // 18: cosmosd.kv.WriteResponse.error:type_name -> cosmosd.kv.Error
-	12, // 19: cosmosd.kv.Slice.start:type_name -> cosmosd.kv.Bound
-	12, // 20: cosmosd.kv.Slice.end:type_name -> cosmosd.kv.Bound
-	18, // 21: cosmosd.kv.ReadRequest.keys:type_name -> cosmosd.kv.PartitionKey
-	19, // 22: cosmosd.kv.ReadRequest.slices:type_name -> cosmosd.kv.Slice
-	21, // 23: cosmosd.kv.ReadResponse.rows:type_name -> cosmosd.kv.Row
-	23, // 24: cosmosd.kv.ReadResponse.error:type_name -> cosmosd.kv.Error
+	14, // 13: cosmosd.kv.Condition.columns:type_name -> cosmosd.kv.ColumnCondition
+	14, // 14: cosmosd.kv.Condition.static_columns:type_name -> cosmosd.kv.ColumnCondition
+	12, // 15: cosmosd.kv.WriteRequest.mutations:type_name -> cosmosd.kv.Mutation
+	15, // 16: cosmosd.kv.WriteRequest.conditions:type_name -> cosmosd.kv.Condition
+	18, // 17: cosmosd.kv.WriteResponse.current:type_name -> cosmosd.kv.CurrentRow
+	24, // 18: cosmosd.kv.WriteResponse.error:type_name -> cosmosd.kv.Error
+	13, // 19: cosmosd.kv.Slice.start:type_name -> cosmosd.kv.Bound
+	13, // 20: cosmosd.kv.Slice.end:type_name -> cosmosd.kv.Bound
+	19, // 21: cosmosd.kv.ReadRequest.keys:type_name -> cosmosd.kv.PartitionKey
+	20, // 22: cosmosd.kv.ReadRequest.slices:type_name -> cosmosd.kv.Slice
+	22, // 23: cosmosd.kv.ReadResponse.rows:type_name -> cosmosd.kv.Row
+	24, // 24: cosmosd.kv.ReadResponse.error:type_name -> cosmosd.kv.Error
 	4,  // 25: cosmosd.kv.Error.code:type_name -> cosmosd.kv.Error.Code
-	6,  // 26: cosmosd.kv.Error.current:type_name -> cosmosd.kv.Descriptor
-	6,  // 27: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
-	25, // 28: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
-	15, // 29: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
-	20, // 30: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
-	24, // 31: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
-	16, // 32: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
-	22, // 33: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
-	26, // 34: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
-	32, // [32:35] is the sub-list for method output_type
-	29, // [29:32] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	7,  // 26: cosmosd.kv.Error.current:type_name -> cosmosd.kv.Descriptor
+	5,  // 27: cosmosd.kv.ReplicaChange.type:type_name -> cosmosd.kv.ReplicaChange.Type
+	6,  // 28: cosmosd.kv.ReplicaChange.replica:type_name -> cosmosd.kv.ReplicaDescriptor
+	25, // 29: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
+	7,  // 30: cosmosd.kv.ChangeReplicasResponse.desc:type_name -> cosmosd.kv.Descriptor
+	24, // 31: cosmosd.kv.ChangeReplicasResponse.error:type_name -> cosmosd.kv.Error
+	24, // 32: cosmosd.kv.TransferLeaderResponse.error:type_name -> cosmosd.kv.Error
+	7,  // 33: cosmosd.kv.SplitResponse.left:type_name -> cosmosd.kv.Descriptor
+	7,  // 34: cosmosd.kv.SplitResponse.right:type_name -> cosmosd.kv.Descriptor
+	24, // 35: cosmosd.kv.SplitResponse.error:type_name -> cosmosd.kv.Error
+	7,  // 36: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
+	33, // 37: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
+	16, // 38: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
+	21, // 39: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
+	32, // 40: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
+	26, // 41: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
+	28, // 42: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
+	30, // 43: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
+	17, // 44: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
+	23, // 45: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
+	34, // 46: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
+	27, // 47: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
+	29, // 48: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
+	31, // 49: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
+	44, // [44:50] is the sub-list for method output_type
+	38, // [38:44] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_kv_kv_proto_init() }
@@ -2438,8 +2942,8 @@ func file_kv_kv_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kv_kv_proto_rawDesc), len(file_kv_kv_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   22,
+			NumEnums:      6,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,9 +26,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Internal_Write_FullMethodName         = "/cosmosd.kv.Internal/Write"
-	Internal_Read_FullMethodName          = "/cosmosd.kv.Internal/Read"
-	Internal_ReplicaStatus_FullMethodName = "/cosmosd.kv.Internal/ReplicaStatus"
+	Internal_Write_FullMethodName          = "/cosmosd.kv.Internal/Write"
+	Internal_Read_FullMethodName           = "/cosmosd.kv.Internal/Read"
+	Internal_ReplicaStatus_FullMethodName  = "/cosmosd.kv.Internal/ReplicaStatus"
+	Internal_ChangeReplicas_FullMethodName = "/cosmosd.kv.Internal/ChangeReplicas"
+	Internal_TransferLeader_FullMethodName = "/cosmosd.kv.Internal/TransferLeader"
+	Internal_Split_FullMethodName          = "/cosmosd.kv.Internal/Split"
 )
 
 // InternalClient is the client API for Internal service.
@@ -42,6 +45,13 @@ type InternalClient interface {
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error)
 	// ReplicaStatus reports the node's local replicas (for the admin API).
 	ReplicaStatus(ctx context.Context, in *ReplicaStatusRequest, opts ...grpc.CallOption) (*ReplicaStatusResponse, error)
+	// ChangeReplicas changes a partition's membership atomically (joint
+	// consensus when several changes are given). Served by the leader.
+	ChangeReplicas(ctx context.Context, in *ChangeReplicasRequest, opts ...grpc.CallOption) (*ChangeReplicasResponse, error)
+	// TransferLeader moves a partition's leadership to another replica.
+	TransferLeader(ctx context.Context, in *TransferLeaderRequest, opts ...grpc.CallOption) (*TransferLeaderResponse, error)
+	// Split splits a partition through its log. Served by the leader.
+	Split(ctx context.Context, in *SplitRequest, opts ...grpc.CallOption) (*SplitResponse, error)
 }
 
 type internalClient struct {
@@ -82,6 +92,36 @@ func (c *internalClient) ReplicaStatus(ctx context.Context, in *ReplicaStatusReq
 	return out, nil
 }
 
+func (c *internalClient) ChangeReplicas(ctx context.Context, in *ChangeReplicasRequest, opts ...grpc.CallOption) (*ChangeReplicasResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangeReplicasResponse)
+	err := c.cc.Invoke(ctx, Internal_ChangeReplicas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *internalClient) TransferLeader(ctx context.Context, in *TransferLeaderRequest, opts ...grpc.CallOption) (*TransferLeaderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TransferLeaderResponse)
+	err := c.cc.Invoke(ctx, Internal_TransferLeader_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *internalClient) Split(ctx context.Context, in *SplitRequest, opts ...grpc.CallOption) (*SplitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SplitResponse)
+	err := c.cc.Invoke(ctx, Internal_Split_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InternalServer is the server API for Internal service.
 // All implementations must embed UnimplementedInternalServer
 // for forward compatibility.
@@ -93,6 +133,13 @@ type InternalServer interface {
 	Read(context.Context, *ReadRequest) (*ReadResponse, error)
 	// ReplicaStatus reports the node's local replicas (for the admin API).
 	ReplicaStatus(context.Context, *ReplicaStatusRequest) (*ReplicaStatusResponse, error)
+	// ChangeReplicas changes a partition's membership atomically (joint
+	// consensus when several changes are given). Served by the leader.
+	ChangeReplicas(context.Context, *ChangeReplicasRequest) (*ChangeReplicasResponse, error)
+	// TransferLeader moves a partition's leadership to another replica.
+	TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error)
+	// Split splits a partition through its log. Served by the leader.
+	Split(context.Context, *SplitRequest) (*SplitResponse, error)
 	mustEmbedUnimplementedInternalServer()
 }
 
@@ -111,6 +158,15 @@ func (UnimplementedInternalServer) Read(context.Context, *ReadRequest) (*ReadRes
 }
 func (UnimplementedInternalServer) ReplicaStatus(context.Context, *ReplicaStatusRequest) (*ReplicaStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReplicaStatus not implemented")
+}
+func (UnimplementedInternalServer) ChangeReplicas(context.Context, *ChangeReplicasRequest) (*ChangeReplicasResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ChangeReplicas not implemented")
+}
+func (UnimplementedInternalServer) TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TransferLeader not implemented")
+}
+func (UnimplementedInternalServer) Split(context.Context, *SplitRequest) (*SplitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Split not implemented")
 }
 func (UnimplementedInternalServer) mustEmbedUnimplementedInternalServer() {}
 func (UnimplementedInternalServer) testEmbeddedByValue()                  {}
@@ -187,6 +243,60 @@ func _Internal_ReplicaStatus_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Internal_ChangeReplicas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChangeReplicasRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InternalServer).ChangeReplicas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Internal_ChangeReplicas_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InternalServer).ChangeReplicas(ctx, req.(*ChangeReplicasRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Internal_TransferLeader_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TransferLeaderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InternalServer).TransferLeader(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Internal_TransferLeader_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InternalServer).TransferLeader(ctx, req.(*TransferLeaderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Internal_Split_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SplitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InternalServer).Split(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Internal_Split_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InternalServer).Split(ctx, req.(*SplitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Internal_ServiceDesc is the grpc.ServiceDesc for Internal service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -205,6 +315,18 @@ var Internal_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReplicaStatus",
 			Handler:    _Internal_ReplicaStatus_Handler,
+		},
+		{
+			MethodName: "ChangeReplicas",
+			Handler:    _Internal_ChangeReplicas_Handler,
+		},
+		{
+			MethodName: "TransferLeader",
+			Handler:    _Internal_TransferLeader_Handler,
+		},
+		{
+			MethodName: "Split",
+			Handler:    _Internal_Split_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

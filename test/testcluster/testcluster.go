@@ -74,6 +74,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		if err != nil {
 			t.Fatalf("start node %d: %v", i, err)
 		}
+		// A restart must listen where clients knew the node, also when
+		// the kernel chose the port.
+		c.cfgs[i].CQLAddr = n.CQLAddr()
 		c.Nodes = append(c.Nodes, n)
 	}
 	return c
@@ -99,6 +102,7 @@ func (c *Cluster) nodeConfig(i int) daemon.Config {
 		ShutdownTimeout:          5 * time.Second,
 		Labels:                   map[string]string{"dc": "datacenter1", "rack": "rack1"},
 		MaxRequestsPerConnection: 2048,
+		RegistrationTTL:          2 * time.Second,
 	}
 	if c.opts.Configure != nil {
 		c.opts.Configure(i, &cfg)
@@ -146,6 +150,15 @@ func (c *Cluster) StopNode(i int) {
 		c.t.Logf("stop node %d: %v", i, err)
 	}
 	c.Nodes[i] = nil
+}
+
+// KillNode stops node i abruptly, as a crash would.
+func (c *Cluster) KillNode(i int) {
+	c.t.Helper()
+	if c.Nodes[i] != nil {
+		c.Nodes[i].Kill()
+		c.Nodes[i] = nil
+	}
 }
 
 // RestartNode starts node i again with its data.

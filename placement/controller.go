@@ -1,0 +1,470 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/consensus"
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/router"
+)
+
+// ControllerConfig configures the controller.
+type ControllerConfig struct {
+	NodeID  uint64
+	Meta    *cluster.Meta
+	Catalog *cluster.Catalog
+	Router  *router.Router
+	// DeadAfter is how long a node may be gone before its replicas are
+	// replaced. Default 5m.
+	DeadAfter time.Duration
+	// Interval between planning rounds. Default 1s.
+	Interval time.Duration
+	// SessionTTL is the election lease in seconds: a controller that dies
+	// is replaced within about this long. Default 3.
+	SessionTTL int
+	// MaxConcurrentMoves bounds replica moves (snapshots) in flight across
+	// the cluster. Default 2.
+	MaxConcurrentMoves int
+	// StepTimeout bounds one step of an operation (one membership change,
+	// one catch-up wait) before it is retried. Default 2m.
+	StepTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+func (c *ControllerConfig) setDefaults() {
+	if c.DeadAfter == 0 {
+		c.DeadAfter = 5 * time.Minute
+	}
+	if c.Interval == 0 {
+		c.Interval = time.Second
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = 3
+	}
+	if c.MaxConcurrentMoves == 0 {
+		c.MaxConcurrentMoves = 2
+	}
+	if c.StepTimeout == 0 {
+		c.StepTimeout = 2 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Controller is the cluster's single decision maker: every node runs one,
+// one at a time leads (etcd election). The leader keeps member records,
+// syncs the routing copies of the rings with the groups' own descriptors,
+// plans repairs and runs operations. Safe for concurrent use.
+type Controller struct {
+	cfg   ControllerConfig
+	cli   *clientv3.Client
+	store *opStore
+
+	mu struct {
+		sync.Mutex
+		leading bool
+		fence   fence
+		running map[uint64]*Operation // op id -> op
+		busy    map[uint64]uint64     // partition -> op id
+	}
+}
+
+// NewController returns a controller; Run makes it campaign.
+func NewController(cfg ControllerConfig) *Controller {
+	cfg.setDefaults()
+	c := &Controller{cfg: cfg, cli: cfg.Meta.Client(), store: &opStore{cli: cfg.Meta.Client(), prefix: cfg.Meta.Prefix()}}
+	c.mu.running = map[uint64]*Operation{}
+	c.mu.busy = map[uint64]uint64{}
+	return c
+}
+
+// Leading reports whether this node is the controller now.
+func (c *Controller) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.leading
+}
+
+// Run campaigns and, while elected, leads. It returns when ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	log := c.cfg.Logger
+	for ctx.Err() == nil {
+		sess, err := concurrency.NewSession(c.cli, concurrency.WithTTL(c.cfg.SessionTTL), concurrency.WithContext(ctx))
+		if err != nil {
+			log.Warn("controller session", "err", err)
+			if !sleepCtx(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		el := concurrency.NewElection(sess, c.cfg.Meta.Prefix()+"controller")
+		if err := el.Campaign(ctx, strconv.FormatUint(c.cfg.NodeID, 10)); err != nil {
+			_ = sess.Close()
+			if ctx.Err() == nil {
+				log.Warn("controller campaign", "err", err)
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		key, rev := el.Key(), el.Rev()
+		leadCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-sess.Done():
+			case <-leadCtx.Done():
+			}
+			cancel()
+		}()
+		c.mu.Lock()
+		c.mu.leading = true
+		c.mu.fence = func() []clientv3.Cmp {
+			return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", rev)}
+		}
+		c.mu.Unlock()
+		log.Info("became controller")
+		c.lead(leadCtx)
+		cancel()
+		c.mu.Lock()
+		c.mu.leading = false
+		c.mu.Unlock()
+		log.Info("stopped being controller")
+		resign, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = el.Resign(resign)
+		stop()
+		_ = sess.Close()
+	}
+}
+
+// ControllerNode returns the node that leads, 0 if none.
+func ControllerNode(ctx context.Context, cli *clientv3.Client, prefix string) (uint64, error) {
+	resp, err := cli.Get(ctx, prefix+"controller/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// lead runs planning rounds until leadership ends.
+func (c *Controller) lead(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(c.cfg.Interval)
+	defer tick.Stop()
+	for {
+		c.round(ctx, &wg)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// round is one planning round.
+func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
+	log := c.cfg.Logger
+	st := c.cfg.Meta.State()
+	now := time.Now().UTC()
+	// Members: note when a node went away.
+	for id, m := range st.Members {
+		if _, live := st.Nodes[id]; !live && m.DownSince.IsZero() && !m.Decommissioned {
+			if err := cluster.UpdateMember(ctx, c.cli, c.cfg.Meta.Prefix(), id, func(m *cluster.Member) bool {
+				if !m.DownSince.IsZero() {
+					return false
+				}
+				m.DownSince = now
+				return true
+			}); err != nil {
+				log.Warn("mark node down", "node", id, "err", err)
+			} else {
+				log.Info("node is down", "node", id)
+			}
+		}
+	}
+	reports := c.collect(ctx, st)
+	c.syncRings(ctx, st, reports)
+	// Repairs for dead nodes.
+	dead := map[uint64]bool{}
+	for id := range st.Members {
+		if st.MemberState(id, now, c.cfg.DeadAfter) == "dead" {
+			dead[id] = true
+		}
+	}
+	ops, err := ListOperations(ctx, c.cli, c.cfg.Meta.Prefix())
+	if err != nil {
+		log.Warn("list operations", "err", err)
+		return
+	}
+	busy := map[uint64]bool{}
+	moves := 0
+	for _, op := range ops {
+		if op.Active() && op.Partition != 0 {
+			busy[op.Partition] = true
+			if op.Kind == KindMove || op.Kind == KindRepair {
+				moves++
+			}
+		}
+	}
+	if len(dead) > 0 {
+		view := View{Live: c.liveNodes(st), Dead: dead, Busy: busy}
+		for _, r := range st.Rings {
+			if st.Schema.ByID[r.Table()] != nil {
+				view.Parts = append(view.Parts, r.Partitions()...)
+			}
+		}
+		for _, m := range PlanRepairs(view, c.cfg.MaxConcurrentMoves-moves) {
+			op := &Operation{Kind: KindRepair, State: StatePending, Table: m.Table, Partition: m.Partition, From: m.From, To: m.To, Reason: m.Reason}
+			if err := c.submit(ctx, op); err != nil {
+				log.Warn("submit repair", "err", err)
+				continue
+			}
+			ops = append(ops, op)
+			log.Info("planned repair", "op", op.ID, "partition", m.Partition, "from", m.From, "to", m.To)
+		}
+	}
+	c.schedule(ctx, wg, ops)
+}
+
+// liveNodes lists registered, non-draining nodes as placement candidates.
+func (c *Controller) liveNodes(st *cluster.State) []Node {
+	var out []Node
+	for _, id := range st.NodeIDs() {
+		n := st.Nodes[id]
+		if n.Draining {
+			continue
+		}
+		out = append(out, Node{ID: id, Zone: n.Label("zone", ""), Rack: n.Label("rack", "")})
+	}
+	return out
+}
+
+// submit persists a new operation.
+func (c *Controller) submit(ctx context.Context, op *Operation) error {
+	id, err := c.cfg.Catalog.AllocateID(ctx, "op", 1)
+	if err != nil {
+		return err
+	}
+	op.ID, op.Created = id, time.Now().UTC()
+	return c.store.save(ctx, c.fence(), op)
+}
+
+func (c *Controller) fence() fence {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.fence
+}
+
+// schedule starts pending and resumed operations that do not conflict with
+// running ones.
+func (c *Controller) schedule(ctx context.Context, wg *sync.WaitGroup, ops []*Operation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	moves := 0
+	for _, op := range c.mu.running {
+		if op.Kind == KindMove || op.Kind == KindRepair {
+			moves++
+		}
+	}
+	// Oldest first.
+	for i := len(ops) - 1; i >= 0; i-- {
+		op := ops[i]
+		if !op.Active() || c.mu.running[op.ID] != nil {
+			continue
+		}
+		if op.Partition != 0 {
+			if other, ok := c.mu.busy[op.Partition]; ok && other != op.ID {
+				continue
+			}
+		}
+		if op.Kind == KindMove || op.Kind == KindRepair {
+			if moves >= c.cfg.MaxConcurrentMoves {
+				continue
+			}
+			moves++
+		}
+		c.mu.running[op.ID] = op
+		if op.Partition != 0 {
+			c.mu.busy[op.Partition] = op.ID
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.execute(ctx, op)
+			c.mu.Lock()
+			delete(c.mu.running, op.ID)
+			if c.mu.busy[op.Partition] == op.ID {
+				delete(c.mu.busy, op.Partition)
+			}
+			c.mu.Unlock()
+		}()
+	}
+}
+
+// execute runs one operation to completion or failure, persisting progress.
+func (c *Controller) execute(ctx context.Context, op *Operation) {
+	log := c.cfg.Logger.With("op", op.ID, "kind", op.Kind)
+	if op.State == StatePending {
+		op.State = StateRunning
+		if err := c.store.save(ctx, c.fence(), op); err != nil {
+			log.Warn("start operation", "err", err)
+			return
+		}
+	}
+	var err error
+	switch op.Kind {
+	case KindMove, KindRepair:
+		err = c.runMove(ctx, op)
+	case KindSplit:
+		err = c.runSplit(ctx, op)
+	default:
+		err = fmt.Errorf("unknown operation kind %q", op.Kind)
+	}
+	if ctx.Err() != nil {
+		return // deposed: the next controller resumes it
+	}
+	if err != nil {
+		op.State, op.Error = StateFailed, err.Error()
+		log.Warn("operation failed", "err", err)
+	} else {
+		op.State, op.Progress = StateDone, 1
+		log.Info("operation done")
+	}
+	if err := c.store.save(ctx, c.fence(), op); err != nil && ctx.Err() == nil {
+		log.Warn("save operation", "err", err)
+	}
+}
+
+// progress persists an operation's step.
+func (c *Controller) progress(ctx context.Context, op *Operation, step, state, detail string, frac float64) error {
+	op.step(step, state, detail)
+	if frac > op.Progress {
+		op.Progress = frac
+	}
+	return c.store.save(ctx, c.fence(), op)
+}
+
+// report is what the nodes say about one partition.
+type report struct {
+	desc    *kvpb.Descriptor // the most authoritative descriptor seen
+	leader  uint64           // node of the leader, 0 if unknown
+	commit  uint64
+	applied map[uint64]uint64 // node -> applied index
+}
+
+// collect asks every live node for its replicas.
+func (c *Controller) collect(ctx context.Context, st *cluster.State) map[uint64]*report {
+	out := map[uint64]*report{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, id := range st.NodeIDs() {
+		wg.Add(1)
+		go func(node uint64) {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			resp, err := c.cfg.Router.ReplicaStatus(cctx, consensus.NodeID(node), &kvpb.ReplicaStatusRequest{})
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, rs := range resp.GetReplicas() {
+				d := rs.GetDesc()
+				r := out[d.GetId()]
+				if r == nil {
+					r = &report{applied: map[uint64]uint64{}}
+					out[d.GetId()] = r
+				}
+				r.applied[node] = rs.GetApplied()
+				better := r.desc == nil || d.GetGeneration() > r.desc.GetGeneration() ||
+					(rs.GetLeader() && d.GetGeneration() >= r.desc.GetGeneration())
+				if better {
+					r.desc = d
+				}
+				if rs.GetLeader() {
+					r.leader, r.commit = node, rs.GetCommit()
+				}
+			}
+		}(id)
+	}
+	wg.Wait()
+	return out
+}
+
+// syncRings makes the routing copies in etcd follow the groups' own
+// descriptors: a newer generation (a membership change or split applied)
+// replaces the copy; a partition the rings do not know yet (the right half
+// of a split) is added. Every write is a compare-and-swap on the copy read.
+func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports map[uint64]*report) {
+	copyOf := func(st *cluster.State, d *kvpb.Descriptor) *kvpb.Descriptor {
+		for _, p := range st.Ring(d.GetTableId()).Partitions() {
+			if p.GetId() == d.GetId() {
+				return p
+			}
+		}
+		return nil
+	}
+	sync := func(old, d *kvpb.Descriptor) {
+		if err := c.cfg.Catalog.SyncPartition(ctx, d.GetTableId(), old, d); err != nil {
+			if !errors.Is(err, cluster.ErrConflict) {
+				c.cfg.Logger.Warn("sync routing copy", "partition", d.GetId(), "err", err)
+			}
+			return
+		}
+		c.cfg.Logger.Info("synced routing copy", "partition", d.GetId(), "generation", d.GetGeneration(), "start", d.GetStart(), "end", d.GetEnd())
+	}
+	// First newer versions of known partitions (a split's left half
+	// shrinks here), then partitions the rings do not know (its right
+	// half), so that the copies never overlap.
+	var missing []*kvpb.Descriptor
+	for _, r := range reports {
+		d := r.desc
+		if d == nil || !hasRange(d) || st.Schema.ByID[d.GetTableId()] == nil {
+			continue
+		}
+		old := copyOf(st, d)
+		switch {
+		case old == nil:
+			missing = append(missing, d)
+		case old.GetGeneration() < d.GetGeneration():
+			sync(old, d)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	st = c.cfg.Meta.State()
+	for _, d := range missing {
+		if copyOf(st, d) != nil || len(st.Ring(d.GetTableId()).Overlapping(d.GetStart(), d.GetEnd())) > 0 {
+			continue
+		}
+		sync(nil, d)
+	}
+}
+
+func hasRange(d *kvpb.Descriptor) bool { return d.GetStart() <= d.GetEnd() }
