@@ -263,4 +263,3 @@ func literal(t cqltype.Type, s string) ([]byte, error) {
 	}
 	return v, nil
 }
-
