@@ -26,6 +26,20 @@ type EmbeddedConfig struct {
 	Name string
 	// UnsafeNoFsync disables fsync; only for tests.
 	UnsafeNoFsync bool
+	// AdvertiseClientAddr and AdvertisePeerAddr are the host:port others
+	// use when the listen addresses are wildcards. Default: the listen
+	// addresses.
+	AdvertiseClientAddr string
+	AdvertisePeerAddr   string
+	// InitialCluster lists the members of a multi-member cluster as
+	// "name=http://host:port,..." (peer URLs); empty means a single member.
+	InitialCluster string
+	// ClusterState is "new" (default) or "existing" (a member joining a
+	// running cluster).
+	ClusterState string
+	// Wait bounds the wait for the server to serve. Default 60s; members
+	// of a new multi-member cluster wait for a quorum to start.
+	Wait time.Duration
 }
 
 // Embedded is a running embedded etcd server.
@@ -58,14 +72,35 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd peer address: %w", err)
 	}
+	advClient, advPeer := clientURL, peerURL
+	if cfg.AdvertiseClientAddr != "" {
+		if advClient, err = url.Parse("http://" + cfg.AdvertiseClientAddr); err != nil {
+			return nil, fmt.Errorf("embedded etcd advertise client address: %w", err)
+		}
+	}
+	if cfg.AdvertisePeerAddr != "" {
+		if advPeer, err = url.Parse("http://" + cfg.AdvertisePeerAddr); err != nil {
+			return nil, fmt.Errorf("embedded etcd advertise peer address: %w", err)
+		}
+	}
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.Dir
 	ec.ListenClientUrls = []url.URL{*clientURL}
-	ec.AdvertiseClientUrls = []url.URL{*clientURL}
+	ec.AdvertiseClientUrls = []url.URL{*advClient}
 	ec.ListenPeerUrls = []url.URL{*peerURL}
-	ec.AdvertisePeerUrls = []url.URL{*peerURL}
+	ec.AdvertisePeerUrls = []url.URL{*advPeer}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if cfg.InitialCluster != "" {
+		ec.InitialCluster = cfg.InitialCluster
+	}
+	if cfg.ClusterState == "existing" {
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	}
+	wait := cfg.Wait
+	if wait == 0 {
+		wait = 60 * time.Second
+	}
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	ec.AutoCompactionMode = embed.CompactorModeRevision
 	ec.AutoCompactionRetention = "10000"
@@ -79,12 +114,12 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	case err := <-e.Err():
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd failed: %w", err)
-	case <-time.After(60 * time.Second):
+	case <-time.After(wait):
 		e.Server.Stop()
 		e.Close()
-		return nil, errors.New("embedded etcd did not become ready within 60s")
+		return nil, fmt.Errorf("embedded etcd did not become ready within %s", wait)
 	}
-	return &Embedded{etcd: e, endpoints: []string{clientURL.Host}}, nil
+	return &Embedded{etcd: e, endpoints: []string{advClient.Host}}, nil
 }
 
 // freeURL turns host:port into an http URL, choosing a free port for 0.
@@ -108,6 +143,9 @@ func freeURL(addr string) (*url.URL, error) {
 
 // Endpoints returns the client endpoints (host:port).
 func (e *Embedded) Endpoints() []string { return e.endpoints }
+
+// Err reports a fatal error of the running server.
+func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
 
 // Close stops the server. Safe to call twice.
 func (e *Embedded) Close() {

@@ -120,7 +120,7 @@ func App() *cli.App {
 			}
 			return runUntilSignal(func(ctx context.Context) (stopper, error) { return Start(ctx, cfg) })
 		},
-		Commands: []*cli.Command{demoCommand()},
+		Commands: []*cli.Command{demoCommand(), etcdCommand()},
 	}
 }
 
@@ -223,3 +223,43 @@ func demoCommand() *cli.Command {
 		},
 	}
 }
+
+// etcdCommand runs a standalone etcd member from the cosmosd binary, so a
+// host (or a test container) needs no other software to form an etcd
+// cluster for cosmosd.
+func etcdCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "etcd",
+		Usage: "run an etcd member (for hosts that have no etcd of their own)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "name", Value: "etcd", Usage: "member name"},
+			&cli.StringFlag{Name: "data-dir", Value: "/var/lib/cosmosd-etcd", Usage: "data directory"},
+			&cli.StringFlag{Name: "listen-client", Value: "0.0.0.0:2379", Usage: "client listen address"},
+			&cli.StringFlag{Name: "listen-peer", Value: "0.0.0.0:2380", Usage: "peer listen address"},
+			&cli.StringFlag{Name: "advertise-client", Usage: "client address others use (host:port)"},
+			&cli.StringFlag{Name: "advertise-peer", Usage: "peer address others use (host:port)"},
+			&cli.StringFlag{Name: "initial-cluster", Usage: "members as name=http://host:2380,... (empty: single member)"},
+			&cli.StringFlag{Name: "cluster-state", Value: "new", Usage: "new or existing"},
+		},
+		Action: func(c *cli.Context) error {
+			return runUntilSignal(func(ctx context.Context) (stopper, error) {
+				e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{
+					Dir: c.String("data-dir"), Name: c.String("name"),
+					ClientAddr: c.String("listen-client"), PeerAddr: c.String("listen-peer"),
+					AdvertiseClientAddr: c.String("advertise-client"), AdvertisePeerAddr: c.String("advertise-peer"),
+					InitialCluster: c.String("initial-cluster"), ClusterState: c.String("cluster-state"),
+					Wait: 10 * time.Minute,
+				})
+				if err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(os.Stderr, "cosmosd etcd: member %s serving clients on %s\n", c.String("name"), strings.Join(e.Endpoints(), ","))
+				return embeddedStopper{e}, nil
+			})
+		},
+	}
+}
+
+type embeddedStopper struct{ e *cluster.Embedded }
+
+func (s embeddedStopper) Close(context.Context) error { s.e.Close(); return nil }
