@@ -18,6 +18,8 @@ type Member struct {
 	// DownSince is when the controller first saw the node unregistered;
 	// zero while the node is registered.
 	DownSince time.Time `json:"down_since,omitzero"`
+	// Draining nodes get no new replicas and have theirs moved away.
+	Draining bool `json:"draining,omitempty"`
 	// Decommissioned nodes are kept for the record but hold no replicas.
 	Decommissioned bool `json:"decommissioned,omitempty"`
 }
@@ -26,7 +28,10 @@ type Member struct {
 func (s *State) MemberState(id uint64, now time.Time, deadAfter time.Duration) string {
 	m := s.Members[id]
 	if n, live := s.Nodes[id]; live {
-		if n.Draining {
+		switch {
+		case m != nil && m.Decommissioned:
+			return "decommissioned"
+		case n.Draining || (m != nil && m.Draining):
 			return "draining"
 		}
 		return "up"

@@ -81,6 +81,10 @@ type Config struct {
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
 	// Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// SizeCheckEvery is how many controller rounds (of 1s) pass between
+	// checks of partition sizes against physical_partition_max_bytes.
+	// Default 10.
+	SizeCheckEvery int `yaml:"size_check_every"`
 	// RegistrationTTL is the lease of the node's registration in etcd: a
 	// node that stops renewing it (crash, partition from etcd) is seen as
 	// down after it. Default 10s.

@@ -209,7 +209,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.serveBG("cql", func() error { return n.cqlSrv.Serve(n.cqlLn) })
 
 	n.ctrl = placement.NewController(placement.ControllerConfig{
-		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, DeadAfter: cfg.DeadAfter, Logger: n.logger.With("component", "controller"),
+		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, DeadAfter: cfg.DeadAfter,
+		PhysicalPartitionMaxBytes: cfg.PhysicalPartitionMaxBytes, SizeCheckEvery: cfg.SizeCheckEvery,
+		Logger: n.logger.With("component", "controller"),
 	})
 	n.bg.Add(1)
 	go func() {

@@ -377,3 +377,41 @@ func TestRangeMismatchAndRestart(t *testing.T) {
 		t.Fatalf("right descriptor %v", d)
 	}
 }
+
+func TestInspectSplitPointAndTop(t *testing.T) {
+	h := newHarness(t)
+	// One key alone cannot be split.
+	h.mustWrite(upsert("only", ck(1), 1, set(1, "x")))
+	det, err := Inspect(h.eng, h.rep.Descriptor(), 3)
+	if err != nil || det.HasSplit {
+		t.Fatalf("single logical partition: %+v %v", det, err)
+	}
+	// Many keys of similar size: the split point halves the bytes.
+	for i := 0; i < 100; i++ {
+		h.mustWrite(upsert(string(rune('A'+i%26))+string(rune('a'+i/26)), ck(1), 1, set(1, "some value")))
+	}
+	big := make([]byte, 5000)
+	h.mustWrite(upsert("huge", ck(1), 1, set(1, string(big))))
+	det, err = Inspect(h.eng, h.rep.Descriptor(), 3)
+	if err != nil || !det.HasSplit {
+		t.Fatalf("split point missing: %+v %v", det, err)
+	}
+	if string(det.TopBySize[0].GetPk()) != "huge" || len(det.TopBySize) != 3 {
+		t.Fatalf("top by size %+v", det.TopBySize)
+	}
+	var left, right int64
+	it, _ := h.eng.NewIter(storage.StatsSpan(table, math.MinInt64, math.MaxInt64))
+	for valid := it.First(); valid; valid = it.Next() {
+		k, _ := storage.DecodeStatsKey(it.Key())
+		s, _ := storage.DecodeStats(it.Value())
+		if k.Token < det.SplitToken {
+			left += s.Bytes
+		} else {
+			right += s.Bytes
+		}
+	}
+	_ = it.Close()
+	if left == 0 || right == 0 || left > 2*right+6000 || right > 2*left+6000 {
+		t.Fatalf("split at %d gives %d / %d bytes", det.SplitToken, left, right)
+	}
+}

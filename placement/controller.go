@@ -38,7 +38,21 @@ type ControllerConfig struct {
 	// StepTimeout bounds one step of an operation (one membership change,
 	// one catch-up wait) before it is retried. Default 2m.
 	StepTimeout time.Duration
-	Logger      *slog.Logger
+	// PhysicalPartitionMaxBytes splits partitions that grow past it.
+	// Default 50 GB.
+	PhysicalPartitionMaxBytes int64
+	// SizeCheckEvery is how many rounds pass between size checks (which
+	// scan every partition's stats). Default 10.
+	SizeCheckEvery int
+	// RebalanceTolerance is the replica-count difference between the most
+	// and least loaded nodes that automatic rebalancing accepts. Default 1.
+	RebalanceTolerance int
+	// DisableAutoRebalance turns off automatic rebalancing (tests that
+	// want a fixed placement).
+	DisableAutoRebalance bool
+	// MaxLeaderTransfers bounds leadership transfers per round. Default 2.
+	MaxLeaderTransfers int
+	Logger             *slog.Logger
 }
 
 func (c *ControllerConfig) setDefaults() {
@@ -57,6 +71,18 @@ func (c *ControllerConfig) setDefaults() {
 	if c.StepTimeout == 0 {
 		c.StepTimeout = 2 * time.Minute
 	}
+	if c.PhysicalPartitionMaxBytes == 0 {
+		c.PhysicalPartitionMaxBytes = 50_000_000_000
+	}
+	if c.SizeCheckEvery == 0 {
+		c.SizeCheckEvery = 10
+	}
+	if c.RebalanceTolerance == 0 {
+		c.RebalanceTolerance = 1
+	}
+	if c.MaxLeaderTransfers == 0 {
+		c.MaxLeaderTransfers = 2
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -70,6 +96,8 @@ type Controller struct {
 	cfg   ControllerConfig
 	cli   *clientv3.Client
 	store *opStore
+
+	rounds int // owned by lead
 
 	mu struct {
 		sync.Mutex
@@ -206,48 +234,153 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 			}
 		}
 	}
-	reports := c.collect(ctx, st)
+	c.rounds++
+	sizeCheck := c.rounds%c.cfg.SizeCheckEvery == 0
+	reports := c.collect(ctx, st, sizeCheck)
 	c.syncRings(ctx, st, reports)
-	// Repairs for dead nodes.
-	dead := map[uint64]bool{}
-	for id := range st.Members {
-		if st.MemberState(id, now, c.cfg.DeadAfter) == "dead" {
-			dead[id] = true
-		}
-	}
 	ops, err := ListOperations(ctx, c.cli, c.cfg.Meta.Prefix())
 	if err != nil {
 		log.Warn("list operations", "err", err)
 		return
 	}
+	ops = c.collectGarbage(ctx, ops)
 	busy := map[uint64]bool{}
-	moves := 0
+	moves, active := 0, 0
 	for _, op := range ops {
-		if op.Active() && op.Partition != 0 {
+		if !op.Active() {
+			continue
+		}
+		active++
+		if op.Partition != 0 {
 			busy[op.Partition] = true
-			if op.Kind == KindMove || op.Kind == KindRepair {
-				moves++
-			}
+		}
+		if op.Kind == KindMove || op.Kind == KindRepair {
+			moves++
 		}
 	}
-	if len(dead) > 0 {
-		view := View{Live: c.liveNodes(st), Dead: dead, Busy: busy}
-		for _, r := range st.Rings {
-			if st.Schema.ByID[r.Table()] != nil {
-				view.Parts = append(view.Parts, r.Partitions()...)
-			}
-		}
-		for _, m := range PlanRepairs(view, c.cfg.MaxConcurrentMoves-moves) {
-			op := &Operation{Kind: KindRepair, State: StatePending, Table: m.Table, Partition: m.Partition, From: m.From, To: m.To, Reason: m.Reason}
+	view := c.view(st, now, busy)
+	submitMoves := func(kind string, planned []Move) {
+		for _, m := range planned {
+			op := &Operation{Kind: kind, State: StatePending, Table: m.Table, Partition: m.Partition, From: m.From, To: m.To, Reason: m.Reason}
 			if err := c.submit(ctx, op); err != nil {
-				log.Warn("submit repair", "err", err)
+				log.Warn("submit operation", "err", err)
+				return
+			}
+			busy[m.Partition] = true
+			ops = append(ops, op)
+			active++
+			log.Info("planned operation", "op", op.ID, "kind", kind, "partition", m.Partition, "from", m.From, "to", m.To, "reason", m.Reason)
+		}
+	}
+	// Repairs of dead nodes come first.
+	if len(view.Dead) > 0 {
+		submitMoves(KindRepair, PlanRepairs(view, c.cfg.MaxConcurrentMoves-moves))
+	}
+	// Size-based splits.
+	if sizeCheck {
+		for id, r := range reports {
+			if busy[id] || r.desc == nil || r.bytes <= c.cfg.PhysicalPartitionMaxBytes || st.Schema.ByID[r.desc.GetTableId()] == nil {
 				continue
 			}
+			op := &Operation{Kind: KindSplit, State: StatePending, Table: r.desc.GetTableId(), Partition: id,
+				Reason: fmt.Sprintf("partition holds %d bytes, over the %d-byte limit", r.bytes, c.cfg.PhysicalPartitionMaxBytes)}
+			if err := c.submit(ctx, op); err != nil {
+				log.Warn("submit split", "err", err)
+				continue
+			}
+			busy[id] = true
 			ops = append(ops, op)
-			log.Info("planned repair", "op", op.ID, "partition", m.Partition, "from", m.From, "to", m.To)
+			active++
+			log.Info("planned split", "op", op.ID, "partition", id, "bytes", r.bytes)
 		}
 	}
+	// Automatic rebalancing, only when the cluster is calm: every member
+	// up, nothing else in flight.
+	if active == 0 && !c.cfg.DisableAutoRebalance && c.stable(st, now) {
+		submitMoves(KindMove, PlanRebalance(view, c.cfg.RebalanceTolerance, c.cfg.MaxConcurrentMoves))
+	}
+	// Leadership stays even across nodes.
+	c.balanceLeaders(ctx, st, reports, busy)
 	c.schedule(ctx, wg, ops)
+}
+
+// view is the planning view of the cluster.
+func (c *Controller) view(st *cluster.State, now time.Time, busy map[uint64]bool) View {
+	v := View{Live: c.liveNodes(st), Dead: map[uint64]bool{}, Busy: busy}
+	for id := range st.Members {
+		if st.MemberState(id, now, c.cfg.DeadAfter) == "dead" {
+			v.Dead[id] = true
+		}
+	}
+	for _, r := range st.Rings {
+		if st.Schema.ByID[r.Table()] != nil {
+			v.Parts = append(v.Parts, r.Partitions()...)
+		}
+	}
+	return v
+}
+
+// stable reports that every member is up (or decommissioned).
+func (c *Controller) stable(st *cluster.State, now time.Time) bool {
+	for id := range st.Members {
+		switch st.MemberState(id, now, c.cfg.DeadAfter) {
+		case "up", "decommissioned":
+		default:
+			return false
+		}
+	}
+	return len(st.Nodes) > 0
+}
+
+// balanceLeaders transfers leaderships from nodes that lead more than their
+// share.
+func (c *Controller) balanceLeaders(ctx context.Context, st *cluster.State, reports map[uint64]*report, busy map[uint64]bool) {
+	live := map[uint64]bool{}
+	for _, n := range c.liveNodes(st) {
+		live[n.ID] = true
+	}
+	var views []LeaderView
+	for id, r := range reports {
+		if r.desc == nil || r.leader == 0 {
+			continue
+		}
+		lv := LeaderView{Partition: id, Leader: r.leader}
+		for _, rd := range r.desc.GetReplicas() {
+			if !rd.GetLearner() {
+				lv.Voters = append(lv.Voters, rd.GetNodeId())
+			}
+		}
+		views = append(views, lv)
+	}
+	for _, t := range PlanLeaders(views, live, busy, c.cfg.MaxLeaderTransfers) {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := c.cfg.Router.TransferLeader(tctx, t.Partition, consensus.NodeID(t.To)); err != nil {
+			c.cfg.Logger.Debug("balance leadership", "partition", t.Partition, "to", t.To, "err", err)
+		} else {
+			c.cfg.Logger.Info("moved leadership", "partition", t.Partition, "from", t.From, "to", t.To)
+		}
+		cancel()
+	}
+}
+
+// collectGarbage deletes finished operations beyond the newest 500.
+func (c *Controller) collectGarbage(ctx context.Context, ops []*Operation) []*Operation {
+	const keep = 500
+	finished := 0
+	var out []*Operation
+	for _, op := range ops { // newest first
+		if op.Active() {
+			out = append(out, op)
+			continue
+		}
+		finished++
+		if finished > keep {
+			_, _ = c.cli.Delete(ctx, c.store.key(op.ID))
+			continue
+		}
+		out = append(out, op)
+	}
+	return out
 }
 
 // liveNodes lists registered, non-draining nodes as placement candidates.
@@ -255,7 +388,7 @@ func (c *Controller) liveNodes(st *cluster.State) []Node {
 	var out []Node
 	for _, id := range st.NodeIDs() {
 		n := st.Nodes[id]
-		if n.Draining {
+		if m := st.Members[id]; n.Draining || (m != nil && (m.Draining || m.Decommissioned)) {
 			continue
 		}
 		out = append(out, Node{ID: id, Zone: n.Label("zone", ""), Rack: n.Label("rack", "")})
@@ -341,6 +474,10 @@ func (c *Controller) execute(ctx context.Context, op *Operation) {
 		err = c.runMove(ctx, op)
 	case KindSplit:
 		err = c.runSplit(ctx, op)
+	case KindRebalance, KindDrain, KindDecommission:
+		err = c.runParent(ctx, op)
+	case KindMoveKey:
+		err = c.runMoveKey(ctx, op)
 	default:
 		err = fmt.Errorf("unknown operation kind %q", op.Kind)
 	}
@@ -361,6 +498,11 @@ func (c *Controller) execute(ctx context.Context, op *Operation) {
 
 // progress persists an operation's step.
 func (c *Controller) progress(ctx context.Context, op *Operation, step, state, detail string, frac float64) error {
+	if op.reportTo != nil {
+		// An inline move reports into its parent, scaled into the
+		// parent's remaining progress.
+		return c.progress(ctx, op.reportTo, op.Kind+": "+step, state, detail, op.reportTo.Progress)
+	}
 	op.step(step, state, detail)
 	if frac > op.Progress {
 		op.Progress = frac
@@ -374,10 +516,11 @@ type report struct {
 	leader  uint64           // node of the leader, 0 if unknown
 	commit  uint64
 	applied map[uint64]uint64 // node -> applied index
+	bytes   int64             // stored bytes (size checks only)
 }
 
 // collect asks every live node for its replicas.
-func (c *Controller) collect(ctx context.Context, st *cluster.State) map[uint64]*report {
+func (c *Controller) collect(ctx context.Context, st *cluster.State, stats bool) map[uint64]*report {
 	out := map[uint64]*report{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -387,7 +530,7 @@ func (c *Controller) collect(ctx context.Context, st *cluster.State) map[uint64]
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
-			resp, err := c.cfg.Router.ReplicaStatus(cctx, consensus.NodeID(node), &kvpb.ReplicaStatusRequest{})
+			resp, err := c.cfg.Router.ReplicaStatus(cctx, consensus.NodeID(node), &kvpb.ReplicaStatusRequest{Stats: stats})
 			if err != nil {
 				return
 			}
@@ -401,6 +544,7 @@ func (c *Controller) collect(ctx context.Context, st *cluster.State) map[uint64]
 					out[d.GetId()] = r
 				}
 				r.applied[node] = rs.GetApplied()
+				r.bytes = max(r.bytes, rs.GetBytes())
 				better := r.desc == nil || d.GetGeneration() > r.desc.GetGeneration() ||
 					(rs.GetLeader() && d.GetGeneration() >= r.desc.GetGeneration())
 				if better {

@@ -319,7 +319,18 @@ func replicaNames(d *kvpb.Descriptor) string {
 // both halves in the routing copy.
 func (c *Controller) runSplit(ctx context.Context, op *Operation) error {
 	if op.SplitToken == nil {
-		return errors.New("split operation without a split token")
+		det, err := c.cfg.Router.PartitionDetail(ctx, op.Partition, 0)
+		if err != nil {
+			return fmt.Errorf("find split point: %w", err)
+		}
+		if !det.GetHasSplitToken() {
+			return fmt.Errorf("partition %d cannot be split: it holds a single logical partition (%d bytes), and a logical partition is never split", op.Partition, det.GetStatus().GetBytes())
+		}
+		tok := det.GetSplitToken()
+		op.SplitToken = &tok
+		if err := c.progress(ctx, op, "split point", StateDone, fmt.Sprintf("token %d halves %d bytes", tok, det.GetStatus().GetBytes()), 0.05); err != nil {
+			return err
+		}
 	}
 	if op.RightID == 0 {
 		id, err := c.cfg.Catalog.AllocateID(ctx, "partition", 1)
@@ -354,15 +365,42 @@ func (c *Controller) runSplit(ctx context.Context, op *Operation) error {
 	if err := c.progress(ctx, op, "split", StateDone, fmt.Sprintf("[%d, %d] and [%d, %d]", left.GetStart(), left.GetEnd(), right.GetStart(), right.GetEnd()), 0.7); err != nil {
 		return err
 	}
-	if err := c.syncCopy(ctx, left); err != nil {
+	if err := c.publishSplit(ctx, left, right); err != nil {
 		return err
 	}
-	if hasRange(right) {
-		if err := c.syncCopy(ctx, right); err != nil {
+	return c.progress(ctx, op, "routing", StateDone, "ring updated", 0.95)
+}
+
+// publishSplit writes both halves of a split into the routing copy in one
+// transaction, so routers never see a gap or an overlap.
+func (c *Controller) publishSplit(ctx context.Context, left, right *kvpb.Descriptor) error {
+	for {
+		st := c.cfg.Meta.State()
+		var parent, rightCopy *kvpb.Descriptor
+		for _, p := range st.Ring(left.GetTableId()).Partitions() {
+			switch p.GetId() {
+			case left.GetId():
+				parent = p
+			case right.GetId():
+				rightCopy = p
+			}
+		}
+		switch {
+		case parent == nil:
+			return fmt.Errorf("partition %d is gone from the routing copy", left.GetId())
+		case rightCopy != nil || !hasRange(right):
+			return c.syncCopy(ctx, left)
+		case parent.GetGeneration() >= left.GetGeneration():
+			return c.syncCopy(ctx, right)
+		}
+		err := c.cfg.Catalog.UpdatePartitions(ctx, left.GetTableId(), []*kvpb.Descriptor{parent}, []*kvpb.Descriptor{left, right})
+		if !errors.Is(err, cluster.ErrConflict) {
 			return err
 		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return ctx.Err()
+		}
 	}
-	return c.progress(ctx, op, "routing", StateDone, "ring updated", 0.95)
 }
 
 func nodesOf(d *kvpb.Descriptor) []uint64 {

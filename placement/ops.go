@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cosmosd/cosmosd/cluster"
 )
 
 // Operation kinds.
@@ -19,6 +21,10 @@ const (
 	KindSplit     = "split"     // split a partition
 	KindRebalance = "rebalance" // a set of moves that evens out load
 	KindDrain     = "drain"     // move every replica off a node
+	// KindDecommission drains a node and records it as decommissioned.
+	KindDecommission = "decommission"
+	// KindMoveKey isolates one logical partition and moves it.
+	KindMoveKey = "move-key"
 )
 
 // Operation states.
@@ -55,6 +61,9 @@ type Operation struct {
 	// Split.
 	SplitToken *int64 `json:"split_token,omitempty"`
 	RightID    uint64 `json:"right_id,omitempty"`
+	// MoveKey: the token to isolate and the nodes that should hold it.
+	Token   *int64   `json:"token,omitempty"`
+	ToNodes []uint64 `json:"to_nodes,omitempty"`
 	// Drain and rebalance: the node drained, and the moves they created.
 	Node     uint64   `json:"node,omitempty"`
 	Children []uint64 `json:"children,omitempty"`
@@ -66,6 +75,10 @@ type Operation struct {
 	Error    string    `json:"error,omitempty"`
 	Created  time.Time `json:"created"`
 	Updated  time.Time `json:"updated"`
+
+	// reportTo, when set, receives this operation's progress instead of
+	// it: a move run inline by a parent operation is not persisted itself.
+	reportTo *Operation
 }
 
 // Active reports whether the operation still has work to do.
@@ -128,6 +141,17 @@ func (s *opStore) save(ctx context.Context, f fence, op *Operation) error {
 		return fmt.Errorf("save %s: %w", op, ErrNotController)
 	}
 	return nil
+}
+
+// Submit persists a new pending operation for the controller to run (an
+// operator's request through the admin API).
+func Submit(ctx context.Context, cli *clientv3.Client, prefix string, op *Operation) error {
+	id, err := cluster.AllocateID(ctx, cli, prefix, "op", 1)
+	if err != nil {
+		return err
+	}
+	op.ID, op.State, op.Created = id, StatePending, time.Now().UTC()
+	return (&opStore{cli: cli, prefix: prefix}).save(ctx, nil, op)
 }
 
 // List returns all operations, newest first.

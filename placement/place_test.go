@@ -112,3 +112,75 @@ func TestPlanRepairs(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanRebalanceOntoNewNode(t *testing.T) {
+	// Four nodes hold every replica of 5 partitions; node 5 just joined.
+	var parts []*kvpb.Descriptor
+	for i := uint64(1); i <= 5; i++ {
+		parts = append(parts, descWith(i, 1, 2, 3, 4))
+	}
+	live := []Node{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}
+	moves := PlanRebalance(View{Parts: parts, Live: live}, 1, 100)
+	load := map[uint64]int{1: 5, 2: 5, 3: 5, 4: 5, 5: 0}
+	seen := map[uint64]bool{}
+	for _, m := range moves {
+		if m.To != 5 {
+			t.Errorf("move %+v does not go to the new node", m)
+		}
+		if seen[m.Partition] {
+			t.Errorf("partition %d moved twice in one plan", m.Partition)
+		}
+		seen[m.Partition] = true
+		load[m.From]--
+		load[m.To]++
+	}
+	for id, l := range load {
+		if l < 3 || l > 5 {
+			t.Errorf("node %d ends with %d replicas (%v)", id, l, load)
+		}
+	}
+	if len(moves) != 4 {
+		t.Errorf("planned %d moves, want 4 (20 replicas over 5 nodes = 4 each)", len(moves))
+	}
+	if again := PlanRebalance(View{Parts: parts, Live: live}, 1, 100); len(again) != len(moves) {
+		t.Errorf("planning is not deterministic: %d then %d moves", len(moves), len(again))
+	}
+}
+
+func TestPlanRebalanceBalancedDoesNothing(t *testing.T) {
+	parts := []*kvpb.Descriptor{descWith(1, 1, 2, 3, 4), descWith(2, 2, 3, 4, 5), descWith(3, 1, 3, 4, 5), descWith(4, 1, 2, 4, 5), descWith(5, 1, 2, 3, 5)}
+	if moves := PlanRebalance(View{Parts: parts, Live: []Node{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}}, 1, 100); len(moves) != 0 {
+		t.Fatalf("balanced cluster got moves %+v", moves)
+	}
+}
+
+func TestPlanDrain(t *testing.T) {
+	parts := []*kvpb.Descriptor{descWith(1, 1, 2, 3, 4), descWith(2, 1, 2, 3, 5)}
+	live := []Node{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}
+	moves := PlanDrain(View{Parts: parts, Live: live}, map[uint64]bool{1: true}, 10)
+	if len(moves) != 2 || moves[0].From != 1 || moves[0].To != 5 || moves[1].From != 1 || moves[1].To != 4 {
+		t.Fatalf("drain moves %+v", moves)
+	}
+}
+
+func TestPlanLeaders(t *testing.T) {
+	live := map[uint64]bool{1: true, 2: true, 3: true, 4: true}
+	var parts []LeaderView
+	for i := uint64(1); i <= 8; i++ {
+		parts = append(parts, LeaderView{Partition: i, Leader: 1, Voters: []uint64{1, 2, 3, 4}})
+	}
+	tr := PlanLeaders(parts, live, nil, 100)
+	leads := map[uint64]int{1: 8}
+	for _, x := range tr {
+		leads[x.From]--
+		leads[x.To]++
+	}
+	for id := range live {
+		if leads[id] != 2 {
+			t.Fatalf("leaders after plan %v, want 2 each (transfers %+v)", leads, tr)
+		}
+	}
+	if again := PlanLeaders([]LeaderView{{Partition: 1, Leader: 2, Voters: []uint64{1, 2}}}, live, nil, 10); len(again) != 0 {
+		t.Fatalf("balanced leaders got transfers %+v", again)
+	}
+}

@@ -114,3 +114,191 @@ func PlanRepairs(v View, max int) []Move {
 	}
 	return out
 }
+
+// PlanRebalance evens out replica counts across the live nodes: while the
+// most loaded node holds more than tolerance replicas above the least
+// loaded, move one replica from the former to the latter (of a partition
+// the latter does not hold, keeping zones distinct where they were). Moves
+// off draining or dead nodes come first (PlanRepairs covers dead ones).
+// At most max moves are returned; Busy partitions are left alone.
+func PlanRebalance(v View, tolerance, max int) []Move {
+	if tolerance < 1 {
+		tolerance = 1
+	}
+	load := v.loads()
+	if len(load) < 2 {
+		return nil
+	}
+	holders := map[uint64][]*kvpb.Descriptor{}
+	for _, p := range v.Parts {
+		for _, r := range p.GetReplicas() {
+			holders[r.GetNodeId()] = append(holders[r.GetNodeId()], p)
+		}
+	}
+	moved := map[uint64]bool{}
+	var out []Move
+	for len(out) < max {
+		hi, lo := extremes(load)
+		if load[hi]-load[lo] <= tolerance {
+			break
+		}
+		var pick *kvpb.Descriptor
+		for _, p := range holders[hi] {
+			if v.Busy[p.GetId()] || moved[p.GetId()] || hasReplica(p, lo) {
+				continue
+			}
+			if !keepsZones(v, p, hi, lo) {
+				continue
+			}
+			pick = p
+			break
+		}
+		if pick == nil {
+			// Nothing movable from the most loaded to the least loaded
+			// node; stop rather than thrash.
+			break
+		}
+		moved[pick.GetId()] = true
+		load[hi]--
+		load[lo]++
+		out = append(out, Move{Partition: pick.GetId(), Table: pick.GetTableId(), From: hi, To: lo,
+			Reason: fmt.Sprintf("rebalance: node %d holds %d replicas, node %d holds %d", hi, load[hi]+1, lo, load[lo]-1)})
+	}
+	return out
+}
+
+// extremes returns the most and least loaded nodes (ties by id).
+func extremes(load map[uint64]int) (hi, lo uint64) {
+	first := true
+	for id, l := range load {
+		if first {
+			hi, lo, first = id, id, false
+			continue
+		}
+		if l > load[hi] || (l == load[hi] && id < hi) {
+			hi = id
+		}
+		if l < load[lo] || (l == load[lo] && id < lo) {
+			lo = id
+		}
+	}
+	return hi, lo
+}
+
+// keepsZones reports whether replacing from by to in p keeps as many
+// distinct zones as p has now.
+func keepsZones(v View, p *kvpb.Descriptor, from, to uint64) bool {
+	zone := map[uint64]string{}
+	for _, n := range v.Live {
+		zone[n.ID] = n.Zone
+	}
+	count := func(replace bool) int {
+		zs := map[string]bool{}
+		for _, r := range p.GetReplicas() {
+			id := r.GetNodeId()
+			if replace && id == from {
+				id = to
+			}
+			zs[zone[id]] = true
+		}
+		return len(zs)
+	}
+	return count(true) >= count(false)
+}
+
+// PlanDrain moves every replica off the given nodes, to the best live
+// node for each partition.
+func PlanDrain(v View, drain map[uint64]bool, max int) []Move {
+	load := v.loads()
+	var out []Move
+	for _, p := range v.Parts {
+		if len(out) >= max {
+			break
+		}
+		if v.Busy[p.GetId()] {
+			continue
+		}
+		for _, r := range p.GetReplicas() {
+			if !drain[r.GetNodeId()] {
+				continue
+			}
+			exclude := map[uint64]bool{}
+			for id := range drain {
+				exclude[id] = true
+			}
+			for id := range v.Dead {
+				exclude[id] = true
+			}
+			to, ok := v.target(p, exclude, load)
+			if !ok {
+				break
+			}
+			load[to]++
+			out = append(out, Move{Partition: p.GetId(), Table: p.GetTableId(), From: r.GetNodeId(), To: to,
+				Reason: fmt.Sprintf("node %d is draining", r.GetNodeId())})
+			break
+		}
+	}
+	return out
+}
+
+// Transfer is a planned leadership transfer.
+type Transfer struct {
+	Partition uint64
+	From, To  uint64
+}
+
+// LeaderView is one partition's leadership as observed.
+type LeaderView struct {
+	Partition uint64
+	Leader    uint64
+	Voters    []uint64
+}
+
+// PlanLeaders evens out leader counts: a node that leads more than its
+// share (ceil of partitions over live nodes) hands one leadership to the
+// least leading live voter of one of its partitions. At most max transfers.
+func PlanLeaders(parts []LeaderView, live map[uint64]bool, busy map[uint64]bool, max int) []Transfer {
+	if len(live) == 0 {
+		return nil
+	}
+	leads := map[uint64]int{}
+	for id := range live {
+		leads[id] = 0
+	}
+	total := 0
+	for _, p := range parts {
+		if p.Leader != 0 {
+			leads[p.Leader]++
+			total++
+		}
+	}
+	share := (total + len(live) - 1) / len(live)
+	sorted := append([]LeaderView(nil), parts...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Partition < sorted[j].Partition })
+	var out []Transfer
+	for _, p := range sorted {
+		if len(out) >= max {
+			break
+		}
+		if p.Leader == 0 || busy[p.Partition] || leads[p.Leader] <= share {
+			continue
+		}
+		var best uint64
+		for _, v := range p.Voters {
+			if v == p.Leader || !live[v] {
+				continue
+			}
+			if best == 0 || leads[v] < leads[best] || (leads[v] == leads[best] && v < best) {
+				best = v
+			}
+		}
+		if best == 0 || leads[best]+1 > share {
+			continue
+		}
+		leads[p.Leader]--
+		leads[best]++
+		out = append(out, Transfer{Partition: p.Partition, From: p.Leader, To: best})
+	}
+	return out
+}

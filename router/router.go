@@ -542,3 +542,44 @@ func (r *Router) Split(ctx context.Context, req *kvpb.SplitRequest) (*kvpb.Descr
 	})
 	return left, right, err
 }
+
+// PartitionDetail implements kvpb.InternalServer.
+func (s *Server) PartitionDetail(ctx context.Context, req *kvpb.PartitionDetailRequest) (*kvpb.PartitionDetailResponse, error) {
+	rep, ok := s.store.Replica(req.GetPartitionId())
+	if !ok {
+		return &kvpb.PartitionDetailResponse{Error: notHere(req.GetPartitionId())}, nil
+	}
+	resp, err := rep.Detail(int(req.GetTop()))
+	if err != nil {
+		return &kvpb.PartitionDetailResponse{Error: partition.AsPB(err)}, nil
+	}
+	return resp, nil
+}
+
+// PartitionDetail inspects a partition on one of its replicas (the leader
+// when reachable, as its data is the most recent).
+func (r *Router) PartitionDetail(ctx context.Context, id uint64, top int) (*kvpb.PartitionDetailResponse, error) {
+	var out *kvpb.PartitionDetailResponse
+	err := r.leaderCall(ctx, id, func(ctx context.Context, node consensus.NodeID) error {
+		if node == r.cfg.NodeID {
+			rep, ok := r.cfg.Store.Replica(id)
+			if !ok {
+				return partition.FromPB(notHere(id))
+			}
+			var err error
+			out, err = rep.Detail(top)
+			return err
+		}
+		c, err := r.conn(node)
+		if err != nil {
+			return err
+		}
+		resp, err := c.kv.PartitionDetail(ctx, &kvpb.PartitionDetailRequest{PartitionId: id, Top: uint32(top)})
+		if err != nil {
+			return err
+		}
+		out = resp
+		return partition.FromPB(resp.GetError())
+	})
+	return out, err
+}

@@ -26,6 +26,1021 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ShowPartitionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// top is how many of the largest logical partitions to list (default 3).
+	Top           uint32 `protobuf:"varint,2,opt,name=top,proto3" json:"top,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShowPartitionRequest) Reset() {
+	*x = ShowPartitionRequest{}
+	mi := &file_admin_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShowPartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShowPartitionRequest) ProtoMessage() {}
+
+func (x *ShowPartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShowPartitionRequest.ProtoReflect.Descriptor instead.
+func (*ShowPartitionRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ShowPartitionRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ShowPartitionRequest) GetTop() uint32 {
+	if x != nil {
+		return x.Top
+	}
+	return 0
+}
+
+type LogicalPartition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key holds the partition-key values as CQL literals.
+	Key           []string `protobuf:"bytes,1,rep,name=key,proto3" json:"key,omitempty"`
+	Token         int64    `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Bytes         int64    `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Rows          int64    `protobuf:"varint,4,opt,name=rows,proto3" json:"rows,omitempty"`
+	RuPerSec      float64  `protobuf:"fixed64,5,opt,name=ru_per_sec,json=ruPerSec,proto3" json:"ru_per_sec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogicalPartition) Reset() {
+	*x = LogicalPartition{}
+	mi := &file_admin_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogicalPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogicalPartition) ProtoMessage() {}
+
+func (x *LogicalPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogicalPartition.ProtoReflect.Descriptor instead.
+func (*LogicalPartition) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LogicalPartition) GetKey() []string {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LogicalPartition) GetToken() int64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *LogicalPartition) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *LogicalPartition) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *LogicalPartition) GetRuPerSec() float64 {
+	if x != nil {
+		return x.RuPerSec
+	}
+	return 0
+}
+
+type PartitionDetail struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     *Partition             `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	TopBySize     []*LogicalPartition    `protobuf:"bytes,2,rep,name=top_by_size,json=topBySize,proto3" json:"top_by_size,omitempty"`
+	TopByRu       []*LogicalPartition    `protobuf:"bytes,3,rep,name=top_by_ru,json=topByRu,proto3" json:"top_by_ru,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionDetail) Reset() {
+	*x = PartitionDetail{}
+	mi := &file_admin_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionDetail) ProtoMessage() {}
+
+func (x *PartitionDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionDetail.ProtoReflect.Descriptor instead.
+func (*PartitionDetail) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PartitionDetail) GetPartition() *Partition {
+	if x != nil {
+		return x.Partition
+	}
+	return nil
+}
+
+func (x *PartitionDetail) GetTopBySize() []*LogicalPartition {
+	if x != nil {
+		return x.TopBySize
+	}
+	return nil
+}
+
+func (x *PartitionDetail) GetTopByRu() []*LogicalPartition {
+	if x != nil {
+		return x.TopByRu
+	}
+	return nil
+}
+
+type Step struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	At            string                 `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"` // RFC 3339
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Step) Reset() {
+	*x = Step{}
+	mi := &file_admin_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Step) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Step) ProtoMessage() {}
+
+func (x *Step) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Step.ProtoReflect.Descriptor instead.
+func (*Step) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Step) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Step) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Step) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *Step) GetAt() string {
+	if x != nil {
+		return x.At
+	}
+	return ""
+}
+
+type Operation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// kind: move, repair, split, rebalance, drain, decommission, move-key.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// state: pending, running, done, failed.
+	State         string   `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Table         string   `protobuf:"bytes,4,opt,name=table,proto3" json:"table,omitempty"`
+	Partition     uint64   `protobuf:"varint,5,opt,name=partition,proto3" json:"partition,omitempty"`
+	FromNode      uint64   `protobuf:"varint,6,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	ToNode        uint64   `protobuf:"varint,7,opt,name=to_node,json=toNode,proto3" json:"to_node,omitempty"`
+	Node          uint64   `protobuf:"varint,8,opt,name=node,proto3" json:"node,omitempty"`
+	Reason        string   `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	Steps         []*Step  `protobuf:"bytes,10,rep,name=steps,proto3" json:"steps,omitempty"`
+	Progress      float64  `protobuf:"fixed64,11,opt,name=progress,proto3" json:"progress,omitempty"` // 0..1
+	Error         string   `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
+	Created       string   `protobuf:"bytes,13,opt,name=created,proto3" json:"created,omitempty"`
+	Updated       string   `protobuf:"bytes,14,opt,name=updated,proto3" json:"updated,omitempty"`
+	Children      []uint64 `protobuf:"varint,15,rep,packed,name=children,proto3" json:"children,omitempty"`
+	Parent        uint64   `protobuf:"varint,16,opt,name=parent,proto3" json:"parent,omitempty"`
+	HasSplitToken bool     `protobuf:"varint,17,opt,name=has_split_token,json=hasSplitToken,proto3" json:"has_split_token,omitempty"`
+	SplitToken    int64    `protobuf:"varint,18,opt,name=split_token,json=splitToken,proto3" json:"split_token,omitempty"`
+	ToNodes       []uint64 `protobuf:"varint,19,rep,packed,name=to_nodes,json=toNodes,proto3" json:"to_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Operation) Reset() {
+	*x = Operation{}
+	mi := &file_admin_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Operation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Operation) ProtoMessage() {}
+
+func (x *Operation) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Operation.ProtoReflect.Descriptor instead.
+func (*Operation) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Operation) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Operation) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Operation) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Operation) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *Operation) GetPartition() uint64 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *Operation) GetFromNode() uint64 {
+	if x != nil {
+		return x.FromNode
+	}
+	return 0
+}
+
+func (x *Operation) GetToNode() uint64 {
+	if x != nil {
+		return x.ToNode
+	}
+	return 0
+}
+
+func (x *Operation) GetNode() uint64 {
+	if x != nil {
+		return x.Node
+	}
+	return 0
+}
+
+func (x *Operation) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Operation) GetSteps() []*Step {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *Operation) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *Operation) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *Operation) GetCreated() string {
+	if x != nil {
+		return x.Created
+	}
+	return ""
+}
+
+func (x *Operation) GetUpdated() string {
+	if x != nil {
+		return x.Updated
+	}
+	return ""
+}
+
+func (x *Operation) GetChildren() []uint64 {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *Operation) GetParent() uint64 {
+	if x != nil {
+		return x.Parent
+	}
+	return 0
+}
+
+func (x *Operation) GetHasSplitToken() bool {
+	if x != nil {
+		return x.HasSplitToken
+	}
+	return false
+}
+
+func (x *Operation) GetSplitToken() int64 {
+	if x != nil {
+		return x.SplitToken
+	}
+	return 0
+}
+
+func (x *Operation) GetToNodes() []uint64 {
+	if x != nil {
+		return x.ToNodes
+	}
+	return nil
+}
+
+type SplitRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition uint64                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Exactly one of: at (a token), key (partition-key values as CQL
+	// literals; the split is at that key's token), or neither (halve bytes).
+	HasAt         bool     `protobuf:"varint,2,opt,name=has_at,json=hasAt,proto3" json:"has_at,omitempty"`
+	At            int64    `protobuf:"varint,3,opt,name=at,proto3" json:"at,omitempty"`
+	Key           []string `protobuf:"bytes,4,rep,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitRequest) Reset() {
+	*x = SplitRequest{}
+	mi := &file_admin_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitRequest) ProtoMessage() {}
+
+func (x *SplitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
+func (*SplitRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SplitRequest) GetPartition() uint64 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *SplitRequest) GetHasAt() bool {
+	if x != nil {
+		return x.HasAt
+	}
+	return false
+}
+
+func (x *SplitRequest) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
+func (x *SplitRequest) GetKey() []string {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type MoveRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition uint64                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	// from and to are node names or ids.
+	From          string `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To            string `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveRequest) Reset() {
+	*x = MoveRequest{}
+	mi := &file_admin_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveRequest) ProtoMessage() {}
+
+func (x *MoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveRequest.ProtoReflect.Descriptor instead.
+func (*MoveRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *MoveRequest) GetPartition() uint64 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *MoveRequest) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *MoveRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+type MoveKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Key   []string               `protobuf:"bytes,2,rep,name=key,proto3" json:"key,omitempty"`
+	// to lists node names or ids that should hold the logical partition.
+	To            []string `protobuf:"bytes,3,rep,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveKeyRequest) Reset() {
+	*x = MoveKeyRequest{}
+	mi := &file_admin_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveKeyRequest) ProtoMessage() {}
+
+func (x *MoveKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveKeyRequest.ProtoReflect.Descriptor instead.
+func (*MoveKeyRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *MoveKeyRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *MoveKeyRequest) GetKey() []string {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MoveKeyRequest) GetTo() []string {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+type RebalanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DryRun        bool                   `protobuf:"varint,1,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceRequest) Reset() {
+	*x = RebalanceRequest{}
+	mi := &file_admin_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceRequest) ProtoMessage() {}
+
+func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
+func (*RebalanceRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RebalanceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type PlannedMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     uint64                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	FromNode      uint64                 `protobuf:"varint,3,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	FromName      string                 `protobuf:"bytes,4,opt,name=from_name,json=fromName,proto3" json:"from_name,omitempty"`
+	ToNode        uint64                 `protobuf:"varint,5,opt,name=to_node,json=toNode,proto3" json:"to_node,omitempty"`
+	ToName        string                 `protobuf:"bytes,6,opt,name=to_name,json=toName,proto3" json:"to_name,omitempty"`
+	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlannedMove) Reset() {
+	*x = PlannedMove{}
+	mi := &file_admin_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlannedMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlannedMove) ProtoMessage() {}
+
+func (x *PlannedMove) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
+func (*PlannedMove) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PlannedMove) GetPartition() uint64 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PlannedMove) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *PlannedMove) GetFromNode() uint64 {
+	if x != nil {
+		return x.FromNode
+	}
+	return 0
+}
+
+func (x *PlannedMove) GetFromName() string {
+	if x != nil {
+		return x.FromName
+	}
+	return ""
+}
+
+func (x *PlannedMove) GetToNode() uint64 {
+	if x != nil {
+		return x.ToNode
+	}
+	return 0
+}
+
+func (x *PlannedMove) GetToName() string {
+	if x != nil {
+		return x.ToName
+	}
+	return ""
+}
+
+func (x *PlannedMove) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RebalanceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Plan  []*PlannedMove         `protobuf:"bytes,1,rep,name=plan,proto3" json:"plan,omitempty"`
+	// operation is the submitted rebalance (absent on dry runs).
+	Operation     *Operation `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceResponse) Reset() {
+	*x = RebalanceResponse{}
+	mi := &file_admin_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceResponse) ProtoMessage() {}
+
+func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceResponse.ProtoReflect.Descriptor instead.
+func (*RebalanceResponse) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RebalanceResponse) GetPlan() []*PlannedMove {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+func (x *RebalanceResponse) GetOperation() *Operation {
+	if x != nil {
+		return x.Operation
+	}
+	return nil
+}
+
+type NodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node is a node name or id.
+	Node          string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeRequest) Reset() {
+	*x = NodeRequest{}
+	mi := &file_admin_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeRequest) ProtoMessage() {}
+
+func (x *NodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeRequest.ProtoReflect.Descriptor instead.
+func (*NodeRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *NodeRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type ListOperationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// active lists only pending and running operations.
+	Active        bool   `protobuf:"varint,1,opt,name=active,proto3" json:"active,omitempty"`
+	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOperationsRequest) Reset() {
+	*x = ListOperationsRequest{}
+	mi := &file_admin_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOperationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOperationsRequest) ProtoMessage() {}
+
+func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOperationsRequest.ProtoReflect.Descriptor instead.
+func (*ListOperationsRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListOperationsRequest) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *ListOperationsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListOperationsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Operations    []*Operation           `protobuf:"bytes,1,rep,name=operations,proto3" json:"operations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOperationsResponse) Reset() {
+	*x = ListOperationsResponse{}
+	mi := &file_admin_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOperationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOperationsResponse) ProtoMessage() {}
+
+func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOperationsResponse.ProtoReflect.Descriptor instead.
+func (*ListOperationsResponse) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListOperationsResponse) GetOperations() []*Operation {
+	if x != nil {
+		return x.Operations
+	}
+	return nil
+}
+
+type GetOperationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOperationRequest) Reset() {
+	*x = GetOperationRequest{}
+	mi := &file_admin_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOperationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOperationRequest) ProtoMessage() {}
+
+func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOperationRequest.ProtoReflect.Descriptor instead.
+func (*GetOperationRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetOperationRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
 type ListNodesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -34,7 +1049,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_admin_admin_proto_msgTypes[0]
+	mi := &file_admin_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -46,7 +1061,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[0]
+	mi := &file_admin_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -59,7 +1074,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_admin_proto_rawDescGZIP(), []int{15}
 }
 
 type Node struct {
@@ -83,7 +1098,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_admin_admin_proto_msgTypes[1]
+	mi := &file_admin_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -95,7 +1110,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[1]
+	mi := &file_admin_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -108,7 +1123,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Node) GetId() uint64 {
@@ -204,7 +1219,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_admin_admin_proto_msgTypes[2]
+	mi := &file_admin_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -216,7 +1231,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[2]
+	mi := &file_admin_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -229,7 +1244,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -249,7 +1264,7 @@ type ShowRingRequest struct {
 
 func (x *ShowRingRequest) Reset() {
 	*x = ShowRingRequest{}
-	mi := &file_admin_admin_proto_msgTypes[3]
+	mi := &file_admin_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +1276,7 @@ func (x *ShowRingRequest) String() string {
 func (*ShowRingRequest) ProtoMessage() {}
 
 func (x *ShowRingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[3]
+	mi := &file_admin_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +1289,7 @@ func (x *ShowRingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRingRequest.ProtoReflect.Descriptor instead.
 func (*ShowRingRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ShowRingRequest) GetTable() string {
@@ -299,7 +1314,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_admin_admin_proto_msgTypes[4]
+	mi := &file_admin_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -311,7 +1326,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[4]
+	mi := &file_admin_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -324,7 +1339,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Replica) GetNodeId() uint64 {
@@ -391,7 +1406,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_admin_admin_proto_msgTypes[5]
+	mi := &file_admin_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +1418,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[5]
+	mi := &file_admin_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +1431,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Partition) GetId() uint64 {
@@ -526,7 +1541,7 @@ type ShowRingResponse struct {
 
 func (x *ShowRingResponse) Reset() {
 	*x = ShowRingResponse{}
-	mi := &file_admin_admin_proto_msgTypes[6]
+	mi := &file_admin_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +1553,7 @@ func (x *ShowRingResponse) String() string {
 func (*ShowRingResponse) ProtoMessage() {}
 
 func (x *ShowRingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[6]
+	mi := &file_admin_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +1566,7 @@ func (x *ShowRingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRingResponse.ProtoReflect.Descriptor instead.
 func (*ShowRingResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ShowRingResponse) GetPartitions() []*Partition {
@@ -572,7 +1587,7 @@ type TokenRequest struct {
 
 func (x *TokenRequest) Reset() {
 	*x = TokenRequest{}
-	mi := &file_admin_admin_proto_msgTypes[7]
+	mi := &file_admin_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -584,7 +1599,7 @@ func (x *TokenRequest) String() string {
 func (*TokenRequest) ProtoMessage() {}
 
 func (x *TokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[7]
+	mi := &file_admin_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -597,7 +1612,7 @@ func (x *TokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequest.ProtoReflect.Descriptor instead.
 func (*TokenRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TokenRequest) GetTable() string {
@@ -624,7 +1639,7 @@ type TokenResponse struct {
 
 func (x *TokenResponse) Reset() {
 	*x = TokenResponse{}
-	mi := &file_admin_admin_proto_msgTypes[8]
+	mi := &file_admin_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +1651,7 @@ func (x *TokenResponse) String() string {
 func (*TokenResponse) ProtoMessage() {}
 
 func (x *TokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[8]
+	mi := &file_admin_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +1664,7 @@ func (x *TokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResponse.ProtoReflect.Descriptor instead.
 func (*TokenResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TokenResponse) GetToken() int64 {
@@ -670,7 +1685,85 @@ var File_admin_admin_proto protoreflect.FileDescriptor
 
 const file_admin_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x11admin/admin.proto\x12\rcosmosd.admin\"\x12\n" +
+	"\x11admin/admin.proto\x12\rcosmosd.admin\"8\n" +
+	"\x14ShowPartitionRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
+	"\x03top\x18\x02 \x01(\rR\x03top\"\x82\x01\n" +
+	"\x10LogicalPartition\x12\x10\n" +
+	"\x03key\x18\x01 \x03(\tR\x03key\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\x03R\x05token\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x12\n" +
+	"\x04rows\x18\x04 \x01(\x03R\x04rows\x12\x1c\n" +
+	"\n" +
+	"ru_per_sec\x18\x05 \x01(\x01R\bruPerSec\"\xc7\x01\n" +
+	"\x0fPartitionDetail\x126\n" +
+	"\tpartition\x18\x01 \x01(\v2\x18.cosmosd.admin.PartitionR\tpartition\x12?\n" +
+	"\vtop_by_size\x18\x02 \x03(\v2\x1f.cosmosd.admin.LogicalPartitionR\ttopBySize\x12;\n" +
+	"\ttop_by_ru\x18\x03 \x03(\v2\x1f.cosmosd.admin.LogicalPartitionR\atopByRu\"X\n" +
+	"\x04Step\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x0e\n" +
+	"\x02at\x18\x04 \x01(\tR\x02at\"\x84\x04\n" +
+	"\tOperation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x14\n" +
+	"\x05table\x18\x04 \x01(\tR\x05table\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\x04R\tpartition\x12\x1b\n" +
+	"\tfrom_node\x18\x06 \x01(\x04R\bfromNode\x12\x17\n" +
+	"\ato_node\x18\a \x01(\x04R\x06toNode\x12\x12\n" +
+	"\x04node\x18\b \x01(\x04R\x04node\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\x12)\n" +
+	"\x05steps\x18\n" +
+	" \x03(\v2\x13.cosmosd.admin.StepR\x05steps\x12\x1a\n" +
+	"\bprogress\x18\v \x01(\x01R\bprogress\x12\x14\n" +
+	"\x05error\x18\f \x01(\tR\x05error\x12\x18\n" +
+	"\acreated\x18\r \x01(\tR\acreated\x12\x18\n" +
+	"\aupdated\x18\x0e \x01(\tR\aupdated\x12\x1a\n" +
+	"\bchildren\x18\x0f \x03(\x04R\bchildren\x12\x16\n" +
+	"\x06parent\x18\x10 \x01(\x04R\x06parent\x12&\n" +
+	"\x0fhas_split_token\x18\x11 \x01(\bR\rhasSplitToken\x12\x1f\n" +
+	"\vsplit_token\x18\x12 \x01(\x03R\n" +
+	"splitToken\x12\x19\n" +
+	"\bto_nodes\x18\x13 \x03(\x04R\atoNodes\"e\n" +
+	"\fSplitRequest\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x04R\tpartition\x12\x15\n" +
+	"\x06has_at\x18\x02 \x01(\bR\x05hasAt\x12\x0e\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\x12\x10\n" +
+	"\x03key\x18\x04 \x03(\tR\x03key\"O\n" +
+	"\vMoveRequest\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x04R\tpartition\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\"H\n" +
+	"\x0eMoveKeyRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
+	"\x03key\x18\x02 \x03(\tR\x03key\x12\x0e\n" +
+	"\x02to\x18\x03 \x03(\tR\x02to\"+\n" +
+	"\x10RebalanceRequest\x12\x17\n" +
+	"\adry_run\x18\x01 \x01(\bR\x06dryRun\"\xc5\x01\n" +
+	"\vPlannedMove\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x04R\tpartition\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1b\n" +
+	"\tfrom_node\x18\x03 \x01(\x04R\bfromNode\x12\x1b\n" +
+	"\tfrom_name\x18\x04 \x01(\tR\bfromName\x12\x17\n" +
+	"\ato_node\x18\x05 \x01(\x04R\x06toNode\x12\x17\n" +
+	"\ato_name\x18\x06 \x01(\tR\x06toName\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\"{\n" +
+	"\x11RebalanceResponse\x12.\n" +
+	"\x04plan\x18\x01 \x03(\v2\x1a.cosmosd.admin.PlannedMoveR\x04plan\x126\n" +
+	"\toperation\x18\x02 \x01(\v2\x18.cosmosd.admin.OperationR\toperation\"!\n" +
+	"\vNodeRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\"E\n" +
+	"\x15ListOperationsRequest\x12\x16\n" +
+	"\x06active\x18\x01 \x01(\bR\x06active\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"R\n" +
+	"\x16ListOperationsResponse\x128\n" +
+	"\n" +
+	"operations\x18\x01 \x03(\v2\x18.cosmosd.admin.OperationR\n" +
+	"operations\"%\n" +
+	"\x13GetOperationRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"\x12\n" +
 	"\x10ListNodesRequest\"\x90\x03\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
@@ -733,11 +1826,20 @@ const file_admin_admin_proto_rawDesc = "" +
 	"\x03key\x18\x02 \x03(\tR\x03key\"]\n" +
 	"\rTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\x03R\x05token\x126\n" +
-	"\tpartition\x18\x02 \x01(\v2\x18.cosmosd.admin.PartitionR\tpartition2\xe8\x01\n" +
+	"\tpartition\x18\x02 \x01(\v2\x18.cosmosd.admin.PartitionR\tpartition2\x8a\a\n" +
 	"\x05Admin\x12N\n" +
 	"\tListNodes\x12\x1f.cosmosd.admin.ListNodesRequest\x1a .cosmosd.admin.ListNodesResponse\x12K\n" +
 	"\bShowRing\x12\x1e.cosmosd.admin.ShowRingRequest\x1a\x1f.cosmosd.admin.ShowRingResponse\x12B\n" +
-	"\x05Token\x12\x1b.cosmosd.admin.TokenRequest\x1a\x1c.cosmosd.admin.TokenResponseB0Z.github.com/cosmosd/cosmosd/proto/admin;adminpbb\x06proto3"
+	"\x05Token\x12\x1b.cosmosd.admin.TokenRequest\x1a\x1c.cosmosd.admin.TokenResponse\x12T\n" +
+	"\rShowPartition\x12#.cosmosd.admin.ShowPartitionRequest\x1a\x1e.cosmosd.admin.PartitionDetail\x12>\n" +
+	"\x05Split\x12\x1b.cosmosd.admin.SplitRequest\x1a\x18.cosmosd.admin.Operation\x12<\n" +
+	"\x04Move\x12\x1a.cosmosd.admin.MoveRequest\x1a\x18.cosmosd.admin.Operation\x12B\n" +
+	"\aMoveKey\x12\x1d.cosmosd.admin.MoveKeyRequest\x1a\x18.cosmosd.admin.Operation\x12N\n" +
+	"\tRebalance\x12\x1f.cosmosd.admin.RebalanceRequest\x1a .cosmosd.admin.RebalanceResponse\x12A\n" +
+	"\tDrainNode\x12\x1a.cosmosd.admin.NodeRequest\x1a\x18.cosmosd.admin.Operation\x12H\n" +
+	"\x10DecommissionNode\x12\x1a.cosmosd.admin.NodeRequest\x1a\x18.cosmosd.admin.Operation\x12]\n" +
+	"\x0eListOperations\x12$.cosmosd.admin.ListOperationsRequest\x1a%.cosmosd.admin.ListOperationsResponse\x12L\n" +
+	"\fGetOperation\x12\".cosmosd.admin.GetOperationRequest\x1a\x18.cosmosd.admin.OperationB0Z.github.com/cosmosd/cosmosd/proto/admin;adminpbb\x06proto3"
 
 var (
 	file_admin_admin_proto_rawDescOnce sync.Once
@@ -751,36 +1853,76 @@ func file_admin_admin_proto_rawDescGZIP() []byte {
 	return file_admin_admin_proto_rawDescData
 }
 
-var file_admin_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_admin_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_admin_admin_proto_goTypes = []any{
-	(*ListNodesRequest)(nil),  // 0: cosmosd.admin.ListNodesRequest
-	(*Node)(nil),              // 1: cosmosd.admin.Node
-	(*ListNodesResponse)(nil), // 2: cosmosd.admin.ListNodesResponse
-	(*ShowRingRequest)(nil),   // 3: cosmosd.admin.ShowRingRequest
-	(*Replica)(nil),           // 4: cosmosd.admin.Replica
-	(*Partition)(nil),         // 5: cosmosd.admin.Partition
-	(*ShowRingResponse)(nil),  // 6: cosmosd.admin.ShowRingResponse
-	(*TokenRequest)(nil),      // 7: cosmosd.admin.TokenRequest
-	(*TokenResponse)(nil),     // 8: cosmosd.admin.TokenResponse
-	nil,                       // 9: cosmosd.admin.Node.LabelsEntry
+	(*ShowPartitionRequest)(nil),   // 0: cosmosd.admin.ShowPartitionRequest
+	(*LogicalPartition)(nil),       // 1: cosmosd.admin.LogicalPartition
+	(*PartitionDetail)(nil),        // 2: cosmosd.admin.PartitionDetail
+	(*Step)(nil),                   // 3: cosmosd.admin.Step
+	(*Operation)(nil),              // 4: cosmosd.admin.Operation
+	(*SplitRequest)(nil),           // 5: cosmosd.admin.SplitRequest
+	(*MoveRequest)(nil),            // 6: cosmosd.admin.MoveRequest
+	(*MoveKeyRequest)(nil),         // 7: cosmosd.admin.MoveKeyRequest
+	(*RebalanceRequest)(nil),       // 8: cosmosd.admin.RebalanceRequest
+	(*PlannedMove)(nil),            // 9: cosmosd.admin.PlannedMove
+	(*RebalanceResponse)(nil),      // 10: cosmosd.admin.RebalanceResponse
+	(*NodeRequest)(nil),            // 11: cosmosd.admin.NodeRequest
+	(*ListOperationsRequest)(nil),  // 12: cosmosd.admin.ListOperationsRequest
+	(*ListOperationsResponse)(nil), // 13: cosmosd.admin.ListOperationsResponse
+	(*GetOperationRequest)(nil),    // 14: cosmosd.admin.GetOperationRequest
+	(*ListNodesRequest)(nil),       // 15: cosmosd.admin.ListNodesRequest
+	(*Node)(nil),                   // 16: cosmosd.admin.Node
+	(*ListNodesResponse)(nil),      // 17: cosmosd.admin.ListNodesResponse
+	(*ShowRingRequest)(nil),        // 18: cosmosd.admin.ShowRingRequest
+	(*Replica)(nil),                // 19: cosmosd.admin.Replica
+	(*Partition)(nil),              // 20: cosmosd.admin.Partition
+	(*ShowRingResponse)(nil),       // 21: cosmosd.admin.ShowRingResponse
+	(*TokenRequest)(nil),           // 22: cosmosd.admin.TokenRequest
+	(*TokenResponse)(nil),          // 23: cosmosd.admin.TokenResponse
+	nil,                            // 24: cosmosd.admin.Node.LabelsEntry
 }
 var file_admin_admin_proto_depIdxs = []int32{
-	9, // 0: cosmosd.admin.Node.labels:type_name -> cosmosd.admin.Node.LabelsEntry
-	1, // 1: cosmosd.admin.ListNodesResponse.nodes:type_name -> cosmosd.admin.Node
-	4, // 2: cosmosd.admin.Partition.replicas:type_name -> cosmosd.admin.Replica
-	5, // 3: cosmosd.admin.ShowRingResponse.partitions:type_name -> cosmosd.admin.Partition
-	5, // 4: cosmosd.admin.TokenResponse.partition:type_name -> cosmosd.admin.Partition
-	0, // 5: cosmosd.admin.Admin.ListNodes:input_type -> cosmosd.admin.ListNodesRequest
-	3, // 6: cosmosd.admin.Admin.ShowRing:input_type -> cosmosd.admin.ShowRingRequest
-	7, // 7: cosmosd.admin.Admin.Token:input_type -> cosmosd.admin.TokenRequest
-	2, // 8: cosmosd.admin.Admin.ListNodes:output_type -> cosmosd.admin.ListNodesResponse
-	6, // 9: cosmosd.admin.Admin.ShowRing:output_type -> cosmosd.admin.ShowRingResponse
-	8, // 10: cosmosd.admin.Admin.Token:output_type -> cosmosd.admin.TokenResponse
-	8, // [8:11] is the sub-list for method output_type
-	5, // [5:8] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	20, // 0: cosmosd.admin.PartitionDetail.partition:type_name -> cosmosd.admin.Partition
+	1,  // 1: cosmosd.admin.PartitionDetail.top_by_size:type_name -> cosmosd.admin.LogicalPartition
+	1,  // 2: cosmosd.admin.PartitionDetail.top_by_ru:type_name -> cosmosd.admin.LogicalPartition
+	3,  // 3: cosmosd.admin.Operation.steps:type_name -> cosmosd.admin.Step
+	9,  // 4: cosmosd.admin.RebalanceResponse.plan:type_name -> cosmosd.admin.PlannedMove
+	4,  // 5: cosmosd.admin.RebalanceResponse.operation:type_name -> cosmosd.admin.Operation
+	4,  // 6: cosmosd.admin.ListOperationsResponse.operations:type_name -> cosmosd.admin.Operation
+	24, // 7: cosmosd.admin.Node.labels:type_name -> cosmosd.admin.Node.LabelsEntry
+	16, // 8: cosmosd.admin.ListNodesResponse.nodes:type_name -> cosmosd.admin.Node
+	19, // 9: cosmosd.admin.Partition.replicas:type_name -> cosmosd.admin.Replica
+	20, // 10: cosmosd.admin.ShowRingResponse.partitions:type_name -> cosmosd.admin.Partition
+	20, // 11: cosmosd.admin.TokenResponse.partition:type_name -> cosmosd.admin.Partition
+	15, // 12: cosmosd.admin.Admin.ListNodes:input_type -> cosmosd.admin.ListNodesRequest
+	18, // 13: cosmosd.admin.Admin.ShowRing:input_type -> cosmosd.admin.ShowRingRequest
+	22, // 14: cosmosd.admin.Admin.Token:input_type -> cosmosd.admin.TokenRequest
+	0,  // 15: cosmosd.admin.Admin.ShowPartition:input_type -> cosmosd.admin.ShowPartitionRequest
+	5,  // 16: cosmosd.admin.Admin.Split:input_type -> cosmosd.admin.SplitRequest
+	6,  // 17: cosmosd.admin.Admin.Move:input_type -> cosmosd.admin.MoveRequest
+	7,  // 18: cosmosd.admin.Admin.MoveKey:input_type -> cosmosd.admin.MoveKeyRequest
+	8,  // 19: cosmosd.admin.Admin.Rebalance:input_type -> cosmosd.admin.RebalanceRequest
+	11, // 20: cosmosd.admin.Admin.DrainNode:input_type -> cosmosd.admin.NodeRequest
+	11, // 21: cosmosd.admin.Admin.DecommissionNode:input_type -> cosmosd.admin.NodeRequest
+	12, // 22: cosmosd.admin.Admin.ListOperations:input_type -> cosmosd.admin.ListOperationsRequest
+	14, // 23: cosmosd.admin.Admin.GetOperation:input_type -> cosmosd.admin.GetOperationRequest
+	17, // 24: cosmosd.admin.Admin.ListNodes:output_type -> cosmosd.admin.ListNodesResponse
+	21, // 25: cosmosd.admin.Admin.ShowRing:output_type -> cosmosd.admin.ShowRingResponse
+	23, // 26: cosmosd.admin.Admin.Token:output_type -> cosmosd.admin.TokenResponse
+	2,  // 27: cosmosd.admin.Admin.ShowPartition:output_type -> cosmosd.admin.PartitionDetail
+	4,  // 28: cosmosd.admin.Admin.Split:output_type -> cosmosd.admin.Operation
+	4,  // 29: cosmosd.admin.Admin.Move:output_type -> cosmosd.admin.Operation
+	4,  // 30: cosmosd.admin.Admin.MoveKey:output_type -> cosmosd.admin.Operation
+	10, // 31: cosmosd.admin.Admin.Rebalance:output_type -> cosmosd.admin.RebalanceResponse
+	4,  // 32: cosmosd.admin.Admin.DrainNode:output_type -> cosmosd.admin.Operation
+	4,  // 33: cosmosd.admin.Admin.DecommissionNode:output_type -> cosmosd.admin.Operation
+	13, // 34: cosmosd.admin.Admin.ListOperations:output_type -> cosmosd.admin.ListOperationsResponse
+	4,  // 35: cosmosd.admin.Admin.GetOperation:output_type -> cosmosd.admin.Operation
+	24, // [24:36] is the sub-list for method output_type
+	12, // [12:24] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_admin_admin_proto_init() }
@@ -794,7 +1936,7 @@ func file_admin_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_admin_proto_rawDesc), len(file_admin_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

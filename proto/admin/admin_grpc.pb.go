@@ -24,9 +24,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Admin_ListNodes_FullMethodName = "/cosmosd.admin.Admin/ListNodes"
-	Admin_ShowRing_FullMethodName  = "/cosmosd.admin.Admin/ShowRing"
-	Admin_Token_FullMethodName     = "/cosmosd.admin.Admin/Token"
+	Admin_ListNodes_FullMethodName        = "/cosmosd.admin.Admin/ListNodes"
+	Admin_ShowRing_FullMethodName         = "/cosmosd.admin.Admin/ShowRing"
+	Admin_Token_FullMethodName            = "/cosmosd.admin.Admin/Token"
+	Admin_ShowPartition_FullMethodName    = "/cosmosd.admin.Admin/ShowPartition"
+	Admin_Split_FullMethodName            = "/cosmosd.admin.Admin/Split"
+	Admin_Move_FullMethodName             = "/cosmosd.admin.Admin/Move"
+	Admin_MoveKey_FullMethodName          = "/cosmosd.admin.Admin/MoveKey"
+	Admin_Rebalance_FullMethodName        = "/cosmosd.admin.Admin/Rebalance"
+	Admin_DrainNode_FullMethodName        = "/cosmosd.admin.Admin/DrainNode"
+	Admin_DecommissionNode_FullMethodName = "/cosmosd.admin.Admin/DecommissionNode"
+	Admin_ListOperations_FullMethodName   = "/cosmosd.admin.Admin/ListOperations"
+	Admin_GetOperation_FullMethodName     = "/cosmosd.admin.Admin/GetOperation"
 )
 
 // AdminClient is the client API for Admin service.
@@ -41,6 +50,32 @@ type AdminClient interface {
 	// Token computes the token of a partition key and the partition that
 	// owns it.
 	Token(ctx context.Context, in *TokenRequest, opts ...grpc.CallOption) (*TokenResponse, error)
+	// ShowPartition details one physical partition: replicas, size, and its
+	// largest logical partitions (the portal's metrics blade).
+	ShowPartition(ctx context.Context, in *ShowPartitionRequest, opts ...grpc.CallOption) (*PartitionDetail, error)
+	// Split splits a physical partition at a token boundary: a given token,
+	// the token of a given key, or (default) the token that halves its
+	// stored bytes. A partition holding a single logical partition cannot
+	// be split.
+	Split(ctx context.Context, in *SplitRequest, opts ...grpc.CallOption) (*Operation, error)
+	// Move moves one replica of a partition from one node to another
+	// (learner, snapshot, atomic swap; leadership moved first).
+	Move(ctx context.Context, in *MoveRequest, opts ...grpc.CallOption) (*Operation, error)
+	// MoveKey moves one logical partition: it isolates the key's token in a
+	// physical partition of its own by splitting at its boundaries, then
+	// moves that partition's replicas onto the given nodes.
+	MoveKey(ctx context.Context, in *MoveKeyRequest, opts ...grpc.CallOption) (*Operation, error)
+	// Rebalance evens out replicas across nodes. With dry_run it returns the
+	// plan without running it.
+	Rebalance(ctx context.Context, in *RebalanceRequest, opts ...grpc.CallOption) (*RebalanceResponse, error)
+	// DrainNode moves every replica off a node (before maintenance).
+	DrainNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*Operation, error)
+	// DecommissionNode drains a node and records it as decommissioned.
+	DecommissionNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*Operation, error)
+	// ListOperations lists operations, newest first.
+	ListOperations(ctx context.Context, in *ListOperationsRequest, opts ...grpc.CallOption) (*ListOperationsResponse, error)
+	// GetOperation returns one operation with its steps and progress.
+	GetOperation(ctx context.Context, in *GetOperationRequest, opts ...grpc.CallOption) (*Operation, error)
 }
 
 type adminClient struct {
@@ -81,6 +116,96 @@ func (c *adminClient) Token(ctx context.Context, in *TokenRequest, opts ...grpc.
 	return out, nil
 }
 
+func (c *adminClient) ShowPartition(ctx context.Context, in *ShowPartitionRequest, opts ...grpc.CallOption) (*PartitionDetail, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PartitionDetail)
+	err := c.cc.Invoke(ctx, Admin_ShowPartition_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Split(ctx context.Context, in *SplitRequest, opts ...grpc.CallOption) (*Operation, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Operation)
+	err := c.cc.Invoke(ctx, Admin_Split_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Move(ctx context.Context, in *MoveRequest, opts ...grpc.CallOption) (*Operation, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Operation)
+	err := c.cc.Invoke(ctx, Admin_Move_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) MoveKey(ctx context.Context, in *MoveKeyRequest, opts ...grpc.CallOption) (*Operation, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Operation)
+	err := c.cc.Invoke(ctx, Admin_MoveKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Rebalance(ctx context.Context, in *RebalanceRequest, opts ...grpc.CallOption) (*RebalanceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RebalanceResponse)
+	err := c.cc.Invoke(ctx, Admin_Rebalance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DrainNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*Operation, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Operation)
+	err := c.cc.Invoke(ctx, Admin_DrainNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DecommissionNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*Operation, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Operation)
+	err := c.cc.Invoke(ctx, Admin_DecommissionNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListOperations(ctx context.Context, in *ListOperationsRequest, opts ...grpc.CallOption) (*ListOperationsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListOperationsResponse)
+	err := c.cc.Invoke(ctx, Admin_ListOperations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) GetOperation(ctx context.Context, in *GetOperationRequest, opts ...grpc.CallOption) (*Operation, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Operation)
+	err := c.cc.Invoke(ctx, Admin_GetOperation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -93,6 +218,32 @@ type AdminServer interface {
 	// Token computes the token of a partition key and the partition that
 	// owns it.
 	Token(context.Context, *TokenRequest) (*TokenResponse, error)
+	// ShowPartition details one physical partition: replicas, size, and its
+	// largest logical partitions (the portal's metrics blade).
+	ShowPartition(context.Context, *ShowPartitionRequest) (*PartitionDetail, error)
+	// Split splits a physical partition at a token boundary: a given token,
+	// the token of a given key, or (default) the token that halves its
+	// stored bytes. A partition holding a single logical partition cannot
+	// be split.
+	Split(context.Context, *SplitRequest) (*Operation, error)
+	// Move moves one replica of a partition from one node to another
+	// (learner, snapshot, atomic swap; leadership moved first).
+	Move(context.Context, *MoveRequest) (*Operation, error)
+	// MoveKey moves one logical partition: it isolates the key's token in a
+	// physical partition of its own by splitting at its boundaries, then
+	// moves that partition's replicas onto the given nodes.
+	MoveKey(context.Context, *MoveKeyRequest) (*Operation, error)
+	// Rebalance evens out replicas across nodes. With dry_run it returns the
+	// plan without running it.
+	Rebalance(context.Context, *RebalanceRequest) (*RebalanceResponse, error)
+	// DrainNode moves every replica off a node (before maintenance).
+	DrainNode(context.Context, *NodeRequest) (*Operation, error)
+	// DecommissionNode drains a node and records it as decommissioned.
+	DecommissionNode(context.Context, *NodeRequest) (*Operation, error)
+	// ListOperations lists operations, newest first.
+	ListOperations(context.Context, *ListOperationsRequest) (*ListOperationsResponse, error)
+	// GetOperation returns one operation with its steps and progress.
+	GetOperation(context.Context, *GetOperationRequest) (*Operation, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -111,6 +262,33 @@ func (UnimplementedAdminServer) ShowRing(context.Context, *ShowRingRequest) (*Sh
 }
 func (UnimplementedAdminServer) Token(context.Context, *TokenRequest) (*TokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Token not implemented")
+}
+func (UnimplementedAdminServer) ShowPartition(context.Context, *ShowPartitionRequest) (*PartitionDetail, error) {
+	return nil, status.Error(codes.Unimplemented, "method ShowPartition not implemented")
+}
+func (UnimplementedAdminServer) Split(context.Context, *SplitRequest) (*Operation, error) {
+	return nil, status.Error(codes.Unimplemented, "method Split not implemented")
+}
+func (UnimplementedAdminServer) Move(context.Context, *MoveRequest) (*Operation, error) {
+	return nil, status.Error(codes.Unimplemented, "method Move not implemented")
+}
+func (UnimplementedAdminServer) MoveKey(context.Context, *MoveKeyRequest) (*Operation, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveKey not implemented")
+}
+func (UnimplementedAdminServer) Rebalance(context.Context, *RebalanceRequest) (*RebalanceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Rebalance not implemented")
+}
+func (UnimplementedAdminServer) DrainNode(context.Context, *NodeRequest) (*Operation, error) {
+	return nil, status.Error(codes.Unimplemented, "method DrainNode not implemented")
+}
+func (UnimplementedAdminServer) DecommissionNode(context.Context, *NodeRequest) (*Operation, error) {
+	return nil, status.Error(codes.Unimplemented, "method DecommissionNode not implemented")
+}
+func (UnimplementedAdminServer) ListOperations(context.Context, *ListOperationsRequest) (*ListOperationsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListOperations not implemented")
+}
+func (UnimplementedAdminServer) GetOperation(context.Context, *GetOperationRequest) (*Operation, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetOperation not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -187,6 +365,168 @@ func _Admin_Token_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_ShowPartition_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ShowPartitionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ShowPartition(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ShowPartition_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ShowPartition(ctx, req.(*ShowPartitionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Split_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SplitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Split(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Split_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Split(ctx, req.(*SplitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Move_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Move(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Move_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Move(ctx, req.(*MoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_MoveKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).MoveKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_MoveKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).MoveKey(ctx, req.(*MoveKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Rebalance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RebalanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Rebalance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Rebalance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Rebalance(ctx, req.(*RebalanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DrainNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DrainNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DrainNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DrainNode(ctx, req.(*NodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DecommissionNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DecommissionNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DecommissionNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DecommissionNode(ctx, req.(*NodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListOperations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListOperationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListOperations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListOperations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListOperations(ctx, req.(*ListOperationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_GetOperation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetOperationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).GetOperation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_GetOperation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).GetOperation(ctx, req.(*GetOperationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -205,6 +545,42 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Token",
 			Handler:    _Admin_Token_Handler,
+		},
+		{
+			MethodName: "ShowPartition",
+			Handler:    _Admin_ShowPartition_Handler,
+		},
+		{
+			MethodName: "Split",
+			Handler:    _Admin_Split_Handler,
+		},
+		{
+			MethodName: "Move",
+			Handler:    _Admin_Move_Handler,
+		},
+		{
+			MethodName: "MoveKey",
+			Handler:    _Admin_MoveKey_Handler,
+		},
+		{
+			MethodName: "Rebalance",
+			Handler:    _Admin_Rebalance_Handler,
+		},
+		{
+			MethodName: "DrainNode",
+			Handler:    _Admin_DrainNode_Handler,
+		},
+		{
+			MethodName: "DecommissionNode",
+			Handler:    _Admin_DecommissionNode_Handler,
+		},
+		{
+			MethodName: "ListOperations",
+			Handler:    _Admin_ListOperations_Handler,
+		},
+		{
+			MethodName: "GetOperation",
+			Handler:    _Admin_GetOperation_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -382,7 +382,7 @@ func (x ReplicaChange_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReplicaChange_Type.Descriptor instead.
 func (ReplicaChange_Type) EnumDescriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{19, 0}
+	return file_kv_kv_proto_rawDescGZIP(), []int{22, 0}
 }
 
 // ReplicaDescriptor is one replica of a physical partition.
@@ -1951,6 +1951,221 @@ func (x *Error) GetRetryAfterMs() int64 {
 	return 0
 }
 
+type PartitionDetailRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId uint64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId,proto3" json:"partition_id,omitempty"`
+	// top is how many of the largest logical partitions to return.
+	Top           uint32 `protobuf:"varint,2,opt,name=top,proto3" json:"top,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionDetailRequest) Reset() {
+	*x = PartitionDetailRequest{}
+	mi := &file_kv_kv_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionDetailRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionDetailRequest) ProtoMessage() {}
+
+func (x *PartitionDetailRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionDetailRequest.ProtoReflect.Descriptor instead.
+func (*PartitionDetailRequest) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PartitionDetailRequest) GetPartitionId() uint64 {
+	if x != nil {
+		return x.PartitionId
+	}
+	return 0
+}
+
+func (x *PartitionDetailRequest) GetTop() uint32 {
+	if x != nil {
+		return x.Top
+	}
+	return 0
+}
+
+type LogicalPartition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         int64                  `protobuf:"varint,1,opt,name=token,proto3" json:"token,omitempty"`
+	Pk            []byte                 `protobuf:"bytes,2,opt,name=pk,proto3" json:"pk,omitempty"`
+	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Rows          int64                  `protobuf:"varint,4,opt,name=rows,proto3" json:"rows,omitempty"`
+	RuPerSec      float64                `protobuf:"fixed64,5,opt,name=ru_per_sec,json=ruPerSec,proto3" json:"ru_per_sec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogicalPartition) Reset() {
+	*x = LogicalPartition{}
+	mi := &file_kv_kv_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogicalPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogicalPartition) ProtoMessage() {}
+
+func (x *LogicalPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogicalPartition.ProtoReflect.Descriptor instead.
+func (*LogicalPartition) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *LogicalPartition) GetToken() int64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *LogicalPartition) GetPk() []byte {
+	if x != nil {
+		return x.Pk
+	}
+	return nil
+}
+
+func (x *LogicalPartition) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *LogicalPartition) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *LogicalPartition) GetRuPerSec() float64 {
+	if x != nil {
+		return x.RuPerSec
+	}
+	return 0
+}
+
+type PartitionDetailResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Status    *ReplicaStatus         `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	TopBySize []*LogicalPartition    `protobuf:"bytes,2,rep,name=top_by_size,json=topBySize,proto3" json:"top_by_size,omitempty"`
+	TopByRu   []*LogicalPartition    `protobuf:"bytes,3,rep,name=top_by_ru,json=topByRu,proto3" json:"top_by_ru,omitempty"`
+	// split_token halves the stored bytes: the first token of the right half.
+	// Absent when the partition holds fewer than two logical partitions.
+	HasSplitToken bool   `protobuf:"varint,4,opt,name=has_split_token,json=hasSplitToken,proto3" json:"has_split_token,omitempty"`
+	SplitToken    int64  `protobuf:"varint,5,opt,name=split_token,json=splitToken,proto3" json:"split_token,omitempty"`
+	Error         *Error `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionDetailResponse) Reset() {
+	*x = PartitionDetailResponse{}
+	mi := &file_kv_kv_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionDetailResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionDetailResponse) ProtoMessage() {}
+
+func (x *PartitionDetailResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionDetailResponse.ProtoReflect.Descriptor instead.
+func (*PartitionDetailResponse) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PartitionDetailResponse) GetStatus() *ReplicaStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *PartitionDetailResponse) GetTopBySize() []*LogicalPartition {
+	if x != nil {
+		return x.TopBySize
+	}
+	return nil
+}
+
+func (x *PartitionDetailResponse) GetTopByRu() []*LogicalPartition {
+	if x != nil {
+		return x.TopByRu
+	}
+	return nil
+}
+
+func (x *PartitionDetailResponse) GetHasSplitToken() bool {
+	if x != nil {
+		return x.HasSplitToken
+	}
+	return false
+}
+
+func (x *PartitionDetailResponse) GetSplitToken() int64 {
+	if x != nil {
+		return x.SplitToken
+	}
+	return 0
+}
+
+func (x *PartitionDetailResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 type ReplicaChange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Type          ReplicaChange_Type     `protobuf:"varint,1,opt,name=type,proto3,enum=cosmosd.kv.ReplicaChange_Type" json:"type,omitempty"`
@@ -1961,7 +2176,7 @@ type ReplicaChange struct {
 
 func (x *ReplicaChange) Reset() {
 	*x = ReplicaChange{}
-	mi := &file_kv_kv_proto_msgTypes[19]
+	mi := &file_kv_kv_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2188,7 @@ func (x *ReplicaChange) String() string {
 func (*ReplicaChange) ProtoMessage() {}
 
 func (x *ReplicaChange) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[19]
+	mi := &file_kv_kv_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2201,7 @@ func (x *ReplicaChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaChange.ProtoReflect.Descriptor instead.
 func (*ReplicaChange) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{19}
+	return file_kv_kv_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReplicaChange) GetType() ReplicaChange_Type {
@@ -2013,7 +2228,7 @@ type ChangeReplicasRequest struct {
 
 func (x *ChangeReplicasRequest) Reset() {
 	*x = ChangeReplicasRequest{}
-	mi := &file_kv_kv_proto_msgTypes[20]
+	mi := &file_kv_kv_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2240,7 @@ func (x *ChangeReplicasRequest) String() string {
 func (*ChangeReplicasRequest) ProtoMessage() {}
 
 func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[20]
+	mi := &file_kv_kv_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2253,7 @@ func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{20}
+	return file_kv_kv_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ChangeReplicasRequest) GetPartitionId() uint64 {
@@ -2066,7 +2281,7 @@ type ChangeReplicasResponse struct {
 
 func (x *ChangeReplicasResponse) Reset() {
 	*x = ChangeReplicasResponse{}
-	mi := &file_kv_kv_proto_msgTypes[21]
+	mi := &file_kv_kv_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2293,7 @@ func (x *ChangeReplicasResponse) String() string {
 func (*ChangeReplicasResponse) ProtoMessage() {}
 
 func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[21]
+	mi := &file_kv_kv_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2306,7 @@ func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{21}
+	return file_kv_kv_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ChangeReplicasResponse) GetDesc() *Descriptor {
@@ -2118,7 +2333,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_kv_kv_proto_msgTypes[22]
+	mi := &file_kv_kv_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2345,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[22]
+	mi := &file_kv_kv_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2358,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{22}
+	return file_kv_kv_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TransferLeaderRequest) GetPartitionId() uint64 {
@@ -2169,7 +2384,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_kv_kv_proto_msgTypes[23]
+	mi := &file_kv_kv_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2181,7 +2396,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[23]
+	mi := &file_kv_kv_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2194,7 +2409,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{23}
+	return file_kv_kv_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TransferLeaderResponse) GetError() *Error {
@@ -2220,7 +2435,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_kv_kv_proto_msgTypes[24]
+	mi := &file_kv_kv_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2447,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[24]
+	mi := &file_kv_kv_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2460,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{24}
+	return file_kv_kv_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SplitRequest) GetPartitionId() uint64 {
@@ -2287,7 +2502,7 @@ type SplitResponse struct {
 
 func (x *SplitResponse) Reset() {
 	*x = SplitResponse{}
-	mi := &file_kv_kv_proto_msgTypes[25]
+	mi := &file_kv_kv_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2514,7 @@ func (x *SplitResponse) String() string {
 func (*SplitResponse) ProtoMessage() {}
 
 func (x *SplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[25]
+	mi := &file_kv_kv_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2527,7 @@ func (x *SplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitResponse.ProtoReflect.Descriptor instead.
 func (*SplitResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{25}
+	return file_kv_kv_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SplitResponse) GetLeft() *Descriptor {
@@ -2349,7 +2564,7 @@ type ReplicaStatusRequest struct {
 
 func (x *ReplicaStatusRequest) Reset() {
 	*x = ReplicaStatusRequest{}
-	mi := &file_kv_kv_proto_msgTypes[26]
+	mi := &file_kv_kv_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2361,7 +2576,7 @@ func (x *ReplicaStatusRequest) String() string {
 func (*ReplicaStatusRequest) ProtoMessage() {}
 
 func (x *ReplicaStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[26]
+	mi := &file_kv_kv_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2374,7 +2589,7 @@ func (x *ReplicaStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{26}
+	return file_kv_kv_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReplicaStatusRequest) GetPartitionIds() []uint64 {
@@ -2409,7 +2624,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_kv_kv_proto_msgTypes[27]
+	mi := &file_kv_kv_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2636,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[27]
+	mi := &file_kv_kv_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2649,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{27}
+	return file_kv_kv_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReplicaStatus) GetDesc() *Descriptor {
@@ -2517,7 +2732,7 @@ type ReplicaStatusResponse struct {
 
 func (x *ReplicaStatusResponse) Reset() {
 	*x = ReplicaStatusResponse{}
-	mi := &file_kv_kv_proto_msgTypes[28]
+	mi := &file_kv_kv_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2744,7 @@ func (x *ReplicaStatusResponse) String() string {
 func (*ReplicaStatusResponse) ProtoMessage() {}
 
 func (x *ReplicaStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[28]
+	mi := &file_kv_kv_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2757,7 @@ func (x *ReplicaStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{28}
+	return file_kv_kv_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReplicaStatusResponse) GetNodeId() uint64 {
@@ -2758,7 +2973,25 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\n" +
 	"OVERLOADED\x10\x06\x12\x17\n" +
 	"\x13PARTITION_TOO_LARGE\x10\a\x12\r\n" +
-	"\tNOT_FOUND\x10\b\"\xc5\x01\n" +
+	"\tNOT_FOUND\x10\b\"M\n" +
+	"\x16PartitionDetailRequest\x12!\n" +
+	"\fpartition_id\x18\x01 \x01(\x04R\vpartitionId\x12\x10\n" +
+	"\x03top\x18\x02 \x01(\rR\x03top\"\x80\x01\n" +
+	"\x10LogicalPartition\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\x03R\x05token\x12\x0e\n" +
+	"\x02pk\x18\x02 \x01(\fR\x02pk\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x12\n" +
+	"\x04rows\x18\x04 \x01(\x03R\x04rows\x12\x1c\n" +
+	"\n" +
+	"ru_per_sec\x18\x05 \x01(\x01R\bruPerSec\"\xb6\x02\n" +
+	"\x17PartitionDetailResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\v2\x19.cosmosd.kv.ReplicaStatusR\x06status\x12<\n" +
+	"\vtop_by_size\x18\x02 \x03(\v2\x1c.cosmosd.kv.LogicalPartitionR\ttopBySize\x128\n" +
+	"\ttop_by_ru\x18\x03 \x03(\v2\x1c.cosmosd.kv.LogicalPartitionR\atopByRu\x12&\n" +
+	"\x0fhas_split_token\x18\x04 \x01(\bR\rhasSplitToken\x12\x1f\n" +
+	"\vsplit_token\x18\x05 \x01(\x03R\n" +
+	"splitToken\x12'\n" +
+	"\x05error\x18\x06 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"\xc5\x01\n" +
 	"\rReplicaChange\x122\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1e.cosmosd.kv.ReplicaChange.TypeR\x04type\x127\n" +
 	"\areplica\x18\x02 \x01(\v2\x1d.cosmosd.kv.ReplicaDescriptorR\areplica\"G\n" +
@@ -2809,14 +3042,15 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x12logical_partitions\x18\t \x01(\x03R\x11logicalPartitions\"g\n" +
 	"\x15ReplicaStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x125\n" +
-	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xc9\x03\n" +
+	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xa5\x04\n" +
 	"\bInternal\x12<\n" +
 	"\x05Write\x12\x18.cosmosd.kv.WriteRequest\x1a\x19.cosmosd.kv.WriteResponse\x129\n" +
 	"\x04Read\x12\x17.cosmosd.kv.ReadRequest\x1a\x18.cosmosd.kv.ReadResponse\x12T\n" +
 	"\rReplicaStatus\x12 .cosmosd.kv.ReplicaStatusRequest\x1a!.cosmosd.kv.ReplicaStatusResponse\x12W\n" +
 	"\x0eChangeReplicas\x12!.cosmosd.kv.ChangeReplicasRequest\x1a\".cosmosd.kv.ChangeReplicasResponse\x12W\n" +
 	"\x0eTransferLeader\x12!.cosmosd.kv.TransferLeaderRequest\x1a\".cosmosd.kv.TransferLeaderResponse\x12<\n" +
-	"\x05Split\x12\x18.cosmosd.kv.SplitRequest\x1a\x19.cosmosd.kv.SplitResponseB*Z(github.com/cosmosd/cosmosd/proto/kv;kvpbb\x06proto3"
+	"\x05Split\x12\x18.cosmosd.kv.SplitRequest\x1a\x19.cosmosd.kv.SplitResponse\x12Z\n" +
+	"\x0fPartitionDetail\x12\".cosmosd.kv.PartitionDetailRequest\x1a#.cosmosd.kv.PartitionDetailResponseB*Z(github.com/cosmosd/cosmosd/proto/kv;kvpbb\x06proto3"
 
 var (
 	file_kv_kv_proto_rawDescOnce sync.Once
@@ -2831,43 +3065,46 @@ func file_kv_kv_proto_rawDescGZIP() []byte {
 }
 
 var file_kv_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_kv_kv_proto_goTypes = []any{
-	(ColumnOp_Kind)(0),             // 0: cosmosd.kv.ColumnOp.Kind
-	(Mutation_Kind)(0),             // 1: cosmosd.kv.Mutation.Kind
-	(ColumnCondition_Op)(0),        // 2: cosmosd.kv.ColumnCondition.Op
-	(Condition_Kind)(0),            // 3: cosmosd.kv.Condition.Kind
-	(Error_Code)(0),                // 4: cosmosd.kv.Error.Code
-	(ReplicaChange_Type)(0),        // 5: cosmosd.kv.ReplicaChange.Type
-	(*ReplicaDescriptor)(nil),      // 6: cosmosd.kv.ReplicaDescriptor
-	(*Descriptor)(nil),             // 7: cosmosd.kv.Descriptor
-	(*Command)(nil),                // 8: cosmosd.kv.Command
-	(*SplitCommand)(nil),           // 9: cosmosd.kv.SplitCommand
-	(*TruncateCommand)(nil),        // 10: cosmosd.kv.TruncateCommand
-	(*ColumnOp)(nil),               // 11: cosmosd.kv.ColumnOp
-	(*Mutation)(nil),               // 12: cosmosd.kv.Mutation
-	(*Bound)(nil),                  // 13: cosmosd.kv.Bound
-	(*ColumnCondition)(nil),        // 14: cosmosd.kv.ColumnCondition
-	(*Condition)(nil),              // 15: cosmosd.kv.Condition
-	(*WriteRequest)(nil),           // 16: cosmosd.kv.WriteRequest
-	(*WriteResponse)(nil),          // 17: cosmosd.kv.WriteResponse
-	(*CurrentRow)(nil),             // 18: cosmosd.kv.CurrentRow
-	(*PartitionKey)(nil),           // 19: cosmosd.kv.PartitionKey
-	(*Slice)(nil),                  // 20: cosmosd.kv.Slice
-	(*ReadRequest)(nil),            // 21: cosmosd.kv.ReadRequest
-	(*Row)(nil),                    // 22: cosmosd.kv.Row
-	(*ReadResponse)(nil),           // 23: cosmosd.kv.ReadResponse
-	(*Error)(nil),                  // 24: cosmosd.kv.Error
-	(*ReplicaChange)(nil),          // 25: cosmosd.kv.ReplicaChange
-	(*ChangeReplicasRequest)(nil),  // 26: cosmosd.kv.ChangeReplicasRequest
-	(*ChangeReplicasResponse)(nil), // 27: cosmosd.kv.ChangeReplicasResponse
-	(*TransferLeaderRequest)(nil),  // 28: cosmosd.kv.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil), // 29: cosmosd.kv.TransferLeaderResponse
-	(*SplitRequest)(nil),           // 30: cosmosd.kv.SplitRequest
-	(*SplitResponse)(nil),          // 31: cosmosd.kv.SplitResponse
-	(*ReplicaStatusRequest)(nil),   // 32: cosmosd.kv.ReplicaStatusRequest
-	(*ReplicaStatus)(nil),          // 33: cosmosd.kv.ReplicaStatus
-	(*ReplicaStatusResponse)(nil),  // 34: cosmosd.kv.ReplicaStatusResponse
+	(ColumnOp_Kind)(0),              // 0: cosmosd.kv.ColumnOp.Kind
+	(Mutation_Kind)(0),              // 1: cosmosd.kv.Mutation.Kind
+	(ColumnCondition_Op)(0),         // 2: cosmosd.kv.ColumnCondition.Op
+	(Condition_Kind)(0),             // 3: cosmosd.kv.Condition.Kind
+	(Error_Code)(0),                 // 4: cosmosd.kv.Error.Code
+	(ReplicaChange_Type)(0),         // 5: cosmosd.kv.ReplicaChange.Type
+	(*ReplicaDescriptor)(nil),       // 6: cosmosd.kv.ReplicaDescriptor
+	(*Descriptor)(nil),              // 7: cosmosd.kv.Descriptor
+	(*Command)(nil),                 // 8: cosmosd.kv.Command
+	(*SplitCommand)(nil),            // 9: cosmosd.kv.SplitCommand
+	(*TruncateCommand)(nil),         // 10: cosmosd.kv.TruncateCommand
+	(*ColumnOp)(nil),                // 11: cosmosd.kv.ColumnOp
+	(*Mutation)(nil),                // 12: cosmosd.kv.Mutation
+	(*Bound)(nil),                   // 13: cosmosd.kv.Bound
+	(*ColumnCondition)(nil),         // 14: cosmosd.kv.ColumnCondition
+	(*Condition)(nil),               // 15: cosmosd.kv.Condition
+	(*WriteRequest)(nil),            // 16: cosmosd.kv.WriteRequest
+	(*WriteResponse)(nil),           // 17: cosmosd.kv.WriteResponse
+	(*CurrentRow)(nil),              // 18: cosmosd.kv.CurrentRow
+	(*PartitionKey)(nil),            // 19: cosmosd.kv.PartitionKey
+	(*Slice)(nil),                   // 20: cosmosd.kv.Slice
+	(*ReadRequest)(nil),             // 21: cosmosd.kv.ReadRequest
+	(*Row)(nil),                     // 22: cosmosd.kv.Row
+	(*ReadResponse)(nil),            // 23: cosmosd.kv.ReadResponse
+	(*Error)(nil),                   // 24: cosmosd.kv.Error
+	(*PartitionDetailRequest)(nil),  // 25: cosmosd.kv.PartitionDetailRequest
+	(*LogicalPartition)(nil),        // 26: cosmosd.kv.LogicalPartition
+	(*PartitionDetailResponse)(nil), // 27: cosmosd.kv.PartitionDetailResponse
+	(*ReplicaChange)(nil),           // 28: cosmosd.kv.ReplicaChange
+	(*ChangeReplicasRequest)(nil),   // 29: cosmosd.kv.ChangeReplicasRequest
+	(*ChangeReplicasResponse)(nil),  // 30: cosmosd.kv.ChangeReplicasResponse
+	(*TransferLeaderRequest)(nil),   // 31: cosmosd.kv.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil),  // 32: cosmosd.kv.TransferLeaderResponse
+	(*SplitRequest)(nil),            // 33: cosmosd.kv.SplitRequest
+	(*SplitResponse)(nil),           // 34: cosmosd.kv.SplitResponse
+	(*ReplicaStatusRequest)(nil),    // 35: cosmosd.kv.ReplicaStatusRequest
+	(*ReplicaStatus)(nil),           // 36: cosmosd.kv.ReplicaStatus
+	(*ReplicaStatusResponse)(nil),   // 37: cosmosd.kv.ReplicaStatusResponse
 }
 var file_kv_kv_proto_depIdxs = []int32{
 	6,  // 0: cosmosd.kv.Descriptor.replicas:type_name -> cosmosd.kv.ReplicaDescriptor
@@ -2897,34 +3134,40 @@ var file_kv_kv_proto_depIdxs = []int32{
 	24, // 24: cosmosd.kv.ReadResponse.error:type_name -> cosmosd.kv.Error
 	4,  // 25: cosmosd.kv.Error.code:type_name -> cosmosd.kv.Error.Code
 	7,  // 26: cosmosd.kv.Error.current:type_name -> cosmosd.kv.Descriptor
-	5,  // 27: cosmosd.kv.ReplicaChange.type:type_name -> cosmosd.kv.ReplicaChange.Type
-	6,  // 28: cosmosd.kv.ReplicaChange.replica:type_name -> cosmosd.kv.ReplicaDescriptor
-	25, // 29: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
-	7,  // 30: cosmosd.kv.ChangeReplicasResponse.desc:type_name -> cosmosd.kv.Descriptor
-	24, // 31: cosmosd.kv.ChangeReplicasResponse.error:type_name -> cosmosd.kv.Error
-	24, // 32: cosmosd.kv.TransferLeaderResponse.error:type_name -> cosmosd.kv.Error
-	7,  // 33: cosmosd.kv.SplitResponse.left:type_name -> cosmosd.kv.Descriptor
-	7,  // 34: cosmosd.kv.SplitResponse.right:type_name -> cosmosd.kv.Descriptor
-	24, // 35: cosmosd.kv.SplitResponse.error:type_name -> cosmosd.kv.Error
-	7,  // 36: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
-	33, // 37: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
-	16, // 38: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
-	21, // 39: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
-	32, // 40: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
-	26, // 41: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
-	28, // 42: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
-	30, // 43: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
-	17, // 44: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
-	23, // 45: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
-	34, // 46: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
-	27, // 47: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
-	29, // 48: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
-	31, // 49: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
-	44, // [44:50] is the sub-list for method output_type
-	38, // [38:44] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	36, // 27: cosmosd.kv.PartitionDetailResponse.status:type_name -> cosmosd.kv.ReplicaStatus
+	26, // 28: cosmosd.kv.PartitionDetailResponse.top_by_size:type_name -> cosmosd.kv.LogicalPartition
+	26, // 29: cosmosd.kv.PartitionDetailResponse.top_by_ru:type_name -> cosmosd.kv.LogicalPartition
+	24, // 30: cosmosd.kv.PartitionDetailResponse.error:type_name -> cosmosd.kv.Error
+	5,  // 31: cosmosd.kv.ReplicaChange.type:type_name -> cosmosd.kv.ReplicaChange.Type
+	6,  // 32: cosmosd.kv.ReplicaChange.replica:type_name -> cosmosd.kv.ReplicaDescriptor
+	28, // 33: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
+	7,  // 34: cosmosd.kv.ChangeReplicasResponse.desc:type_name -> cosmosd.kv.Descriptor
+	24, // 35: cosmosd.kv.ChangeReplicasResponse.error:type_name -> cosmosd.kv.Error
+	24, // 36: cosmosd.kv.TransferLeaderResponse.error:type_name -> cosmosd.kv.Error
+	7,  // 37: cosmosd.kv.SplitResponse.left:type_name -> cosmosd.kv.Descriptor
+	7,  // 38: cosmosd.kv.SplitResponse.right:type_name -> cosmosd.kv.Descriptor
+	24, // 39: cosmosd.kv.SplitResponse.error:type_name -> cosmosd.kv.Error
+	7,  // 40: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
+	36, // 41: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
+	16, // 42: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
+	21, // 43: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
+	35, // 44: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
+	29, // 45: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
+	31, // 46: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
+	33, // 47: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
+	25, // 48: cosmosd.kv.Internal.PartitionDetail:input_type -> cosmosd.kv.PartitionDetailRequest
+	17, // 49: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
+	23, // 50: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
+	37, // 51: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
+	30, // 52: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
+	32, // 53: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
+	34, // 54: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
+	27, // 55: cosmosd.kv.Internal.PartitionDetail:output_type -> cosmosd.kv.PartitionDetailResponse
+	49, // [49:56] is the sub-list for method output_type
+	42, // [42:49] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_kv_kv_proto_init() }
@@ -2943,7 +3186,7 @@ func file_kv_kv_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kv_kv_proto_rawDesc), len(file_kv_kv_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

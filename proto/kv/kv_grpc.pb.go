@@ -26,12 +26,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Internal_Write_FullMethodName          = "/cosmosd.kv.Internal/Write"
-	Internal_Read_FullMethodName           = "/cosmosd.kv.Internal/Read"
-	Internal_ReplicaStatus_FullMethodName  = "/cosmosd.kv.Internal/ReplicaStatus"
-	Internal_ChangeReplicas_FullMethodName = "/cosmosd.kv.Internal/ChangeReplicas"
-	Internal_TransferLeader_FullMethodName = "/cosmosd.kv.Internal/TransferLeader"
-	Internal_Split_FullMethodName          = "/cosmosd.kv.Internal/Split"
+	Internal_Write_FullMethodName           = "/cosmosd.kv.Internal/Write"
+	Internal_Read_FullMethodName            = "/cosmosd.kv.Internal/Read"
+	Internal_ReplicaStatus_FullMethodName   = "/cosmosd.kv.Internal/ReplicaStatus"
+	Internal_ChangeReplicas_FullMethodName  = "/cosmosd.kv.Internal/ChangeReplicas"
+	Internal_TransferLeader_FullMethodName  = "/cosmosd.kv.Internal/TransferLeader"
+	Internal_Split_FullMethodName           = "/cosmosd.kv.Internal/Split"
+	Internal_PartitionDetail_FullMethodName = "/cosmosd.kv.Internal/PartitionDetail"
 )
 
 // InternalClient is the client API for Internal service.
@@ -52,6 +53,9 @@ type InternalClient interface {
 	TransferLeader(ctx context.Context, in *TransferLeaderRequest, opts ...grpc.CallOption) (*TransferLeaderResponse, error)
 	// Split splits a partition through its log. Served by the leader.
 	Split(ctx context.Context, in *SplitRequest, opts ...grpc.CallOption) (*SplitResponse, error)
+	// PartitionDetail inspects a local replica's data: its largest logical
+	// partitions and the token that halves its bytes.
+	PartitionDetail(ctx context.Context, in *PartitionDetailRequest, opts ...grpc.CallOption) (*PartitionDetailResponse, error)
 }
 
 type internalClient struct {
@@ -122,6 +126,16 @@ func (c *internalClient) Split(ctx context.Context, in *SplitRequest, opts ...gr
 	return out, nil
 }
 
+func (c *internalClient) PartitionDetail(ctx context.Context, in *PartitionDetailRequest, opts ...grpc.CallOption) (*PartitionDetailResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PartitionDetailResponse)
+	err := c.cc.Invoke(ctx, Internal_PartitionDetail_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InternalServer is the server API for Internal service.
 // All implementations must embed UnimplementedInternalServer
 // for forward compatibility.
@@ -140,6 +154,9 @@ type InternalServer interface {
 	TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error)
 	// Split splits a partition through its log. Served by the leader.
 	Split(context.Context, *SplitRequest) (*SplitResponse, error)
+	// PartitionDetail inspects a local replica's data: its largest logical
+	// partitions and the token that halves its bytes.
+	PartitionDetail(context.Context, *PartitionDetailRequest) (*PartitionDetailResponse, error)
 	mustEmbedUnimplementedInternalServer()
 }
 
@@ -167,6 +184,9 @@ func (UnimplementedInternalServer) TransferLeader(context.Context, *TransferLead
 }
 func (UnimplementedInternalServer) Split(context.Context, *SplitRequest) (*SplitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Split not implemented")
+}
+func (UnimplementedInternalServer) PartitionDetail(context.Context, *PartitionDetailRequest) (*PartitionDetailResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PartitionDetail not implemented")
 }
 func (UnimplementedInternalServer) mustEmbedUnimplementedInternalServer() {}
 func (UnimplementedInternalServer) testEmbeddedByValue()                  {}
@@ -297,6 +317,24 @@ func _Internal_Split_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Internal_PartitionDetail_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PartitionDetailRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InternalServer).PartitionDetail(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Internal_PartitionDetail_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InternalServer).PartitionDetail(ctx, req.(*PartitionDetailRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Internal_ServiceDesc is the grpc.ServiceDesc for Internal service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -327,6 +365,10 @@ var Internal_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Split",
 			Handler:    _Internal_Split_Handler,
+		},
+		{
+			MethodName: "PartitionDetail",
+			Handler:    _Internal_PartitionDetail_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,334 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cqltype"
+	"github.com/cosmosd/cosmosd/placement"
+	adminpb "github.com/cosmosd/cosmosd/proto/admin"
+	"github.com/cosmosd/cosmosd/ring"
+	"github.com/cosmosd/cosmosd/schema"
+)
+
+// toPB converts an operation for the API.
+func toPB(st *cluster.State, op *placement.Operation) *adminpb.Operation {
+	out := &adminpb.Operation{
+		Id: op.ID, Kind: op.Kind, State: op.State, Partition: op.Partition, FromNode: op.From, ToNode: op.To,
+		Node: op.Node, Reason: op.Reason, Progress: op.Progress, Error: op.Error, Children: op.Children,
+		Parent: op.Parent, ToNodes: op.ToNodes,
+		Created: op.Created.Format(time.RFC3339), Updated: op.Updated.Format(time.RFC3339),
+	}
+	if t := st.Schema.ByID[op.Table]; t != nil {
+		out.Table = t.QualifiedName()
+	}
+	if op.SplitToken != nil {
+		out.HasSplitToken, out.SplitToken = true, *op.SplitToken
+	}
+	for _, s := range op.Steps {
+		out.Steps = append(out.Steps, &adminpb.Step{Name: s.Name, State: s.State, Detail: s.Detail, At: s.At.Format(time.RFC3339)})
+	}
+	return out
+}
+
+func (s *Server) submit(ctx context.Context, op *placement.Operation) (*adminpb.Operation, error) {
+	if err := placement.Submit(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix(), op); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "submit operation: %v", err)
+	}
+	return toPB(s.cfg.Meta.State(), op), nil
+}
+
+// resolveNode accepts a node name or id.
+func resolveNode(st *cluster.State, ref string) (uint64, error) {
+	if id, err := strconv.ParseUint(strings.TrimPrefix(ref, "n"), 10, 64); err == nil {
+		if st.Members[id] != nil || st.Nodes[id] != nil {
+			return id, nil
+		}
+	}
+	for id, n := range st.Nodes {
+		if n.Name == ref {
+			return id, nil
+		}
+	}
+	for id, m := range st.Members {
+		if m.Info.Name == ref {
+			return id, nil
+		}
+	}
+	return 0, status.Errorf(codes.NotFound, "no node named %q", ref)
+}
+
+// partitionOf finds a partition and its table.
+func partitionOf(st *cluster.State, id uint64) (*schema.Table, error) {
+	d := st.Partition(id)
+	if d == nil {
+		return nil, status.Errorf(codes.NotFound, "partition %d does not exist", id)
+	}
+	t := st.Schema.ByID[d.GetTableId()]
+	if t == nil {
+		return nil, status.Errorf(codes.NotFound, "partition %d belongs to a dropped table", id)
+	}
+	return t, nil
+}
+
+// keyToken computes the token of partition-key literals.
+func keyToken(t *schema.Table, key []string) (int64, error) {
+	pk := t.PartitionKey()
+	if len(key) != len(pk) {
+		return 0, status.Errorf(codes.InvalidArgument, "table %s has %d partition key columns (%s), got %d values", t.QualifiedName(), len(pk), names(pk), len(key))
+	}
+	vals := make([][]byte, len(pk))
+	for i, c := range pk {
+		v, err := literal(c.Type, key[i])
+		if err != nil {
+			return 0, status.Errorf(codes.InvalidArgument, "key %s: %v", c.Name, err)
+		}
+		vals[i] = v
+	}
+	rk, err := ring.RoutingKey(vals)
+	if err != nil {
+		return 0, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	return ring.Token(rk), nil
+}
+
+// Split implements adminpb.AdminServer.
+func (s *Server) Split(ctx context.Context, req *adminpb.SplitRequest) (*adminpb.Operation, error) {
+	st := s.cfg.Meta.State()
+	t, err := partitionOf(st, req.GetPartition())
+	if err != nil {
+		return nil, err
+	}
+	d := st.Partition(req.GetPartition())
+	op := &placement.Operation{Kind: placement.KindSplit, Table: t.ID, Partition: d.GetId(), Reason: "requested by an operator"}
+	switch {
+	case req.GetHasAt() && len(req.GetKey()) > 0:
+		return nil, status.Error(codes.InvalidArgument, "give a split token or a key, not both")
+	case req.GetHasAt():
+		at := req.GetAt()
+		op.SplitToken = &at
+	case len(req.GetKey()) > 0:
+		tok, err := keyToken(t, req.GetKey())
+		if err != nil {
+			return nil, err
+		}
+		op.SplitToken = &tok
+	}
+	if op.SplitToken != nil && (*op.SplitToken <= d.GetStart() || *op.SplitToken > d.GetEnd()) {
+		return nil, status.Errorf(codes.InvalidArgument, "token %d does not split partition %d: it holds tokens [%d, %d] and the right half must start after %d",
+			*op.SplitToken, d.GetId(), d.GetStart(), d.GetEnd(), d.GetStart())
+	}
+	return s.submit(ctx, op)
+}
+
+// Move implements adminpb.AdminServer.
+func (s *Server) Move(ctx context.Context, req *adminpb.MoveRequest) (*adminpb.Operation, error) {
+	st := s.cfg.Meta.State()
+	t, err := partitionOf(st, req.GetPartition())
+	if err != nil {
+		return nil, err
+	}
+	from, err := resolveNode(st, req.GetFrom())
+	if err != nil {
+		return nil, err
+	}
+	to, err := resolveNode(st, req.GetTo())
+	if err != nil {
+		return nil, err
+	}
+	d := st.Partition(req.GetPartition())
+	has := func(n uint64) bool {
+		for _, r := range d.GetReplicas() {
+			if r.GetNodeId() == n {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(from) {
+		return nil, status.Errorf(codes.FailedPrecondition, "partition %d has no replica on node %s", d.GetId(), req.GetFrom())
+	}
+	if has(to) {
+		return nil, status.Errorf(codes.FailedPrecondition, "partition %d already has a replica on node %s", d.GetId(), req.GetTo())
+	}
+	if st.Nodes[to] == nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %s is not live", req.GetTo())
+	}
+	return s.submit(ctx, &placement.Operation{Kind: placement.KindMove, Table: t.ID, Partition: d.GetId(), From: from, To: to, Reason: "requested by an operator"})
+}
+
+// MoveKey implements adminpb.AdminServer.
+func (s *Server) MoveKey(ctx context.Context, req *adminpb.MoveKeyRequest) (*adminpb.Operation, error) {
+	st := s.cfg.Meta.State()
+	t, err := findTable(st, req.GetTable())
+	if err != nil {
+		return nil, err
+	}
+	tok, err := keyToken(t, req.GetKey())
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetTo()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "give at least one target node")
+	}
+	var to []uint64
+	for _, ref := range req.GetTo() {
+		id, err := resolveNode(st, ref)
+		if err != nil {
+			return nil, err
+		}
+		if st.Nodes[id] == nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "node %s is not live", ref)
+		}
+		to = append(to, id)
+	}
+	return s.submit(ctx, &placement.Operation{Kind: placement.KindMoveKey, Table: t.ID, Token: &tok, ToNodes: to,
+		Reason: fmt.Sprintf("move logical partition (%s) of %s", strings.Join(req.GetKey(), ", "), t.QualifiedName())})
+}
+
+// Rebalance implements adminpb.AdminServer.
+func (s *Server) Rebalance(ctx context.Context, req *adminpb.RebalanceRequest) (*adminpb.RebalanceResponse, error) {
+	st := s.cfg.Meta.State()
+	resp := &adminpb.RebalanceResponse{}
+	if req.GetDryRun() {
+		view := placement.View{Dead: map[uint64]bool{}, Busy: map[uint64]bool{}}
+		for _, id := range st.NodeIDs() {
+			n := st.Nodes[id]
+			if m := st.Members[id]; n.Draining || (m != nil && (m.Draining || m.Decommissioned)) {
+				continue
+			}
+			view.Live = append(view.Live, placement.Node{ID: id, Zone: n.Label("zone", ""), Rack: n.Label("rack", "")})
+		}
+		for _, r := range st.Rings {
+			if st.Schema.ByID[r.Table()] != nil {
+				view.Parts = append(view.Parts, r.Partitions()...)
+			}
+		}
+		ops, _ := placement.ListOperations(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix())
+		for _, op := range ops {
+			if op.Active() && op.Partition != 0 {
+				view.Busy[op.Partition] = true
+			}
+		}
+		// Plan the whole rebalance, not one round of it.
+		for _, m := range placement.PlanRebalance(view, 1, 1<<20) {
+			pm := &adminpb.PlannedMove{Partition: m.Partition, FromNode: m.From, ToNode: m.To, Reason: m.Reason}
+			if t := st.Schema.ByID[m.Table]; t != nil {
+				pm.Table = t.QualifiedName()
+			}
+			pm.FromName, pm.ToName = nodeName(st, m.From), nodeName(st, m.To)
+			resp.Plan = append(resp.Plan, pm)
+		}
+		return resp, nil
+	}
+	op, err := s.submit(ctx, &placement.Operation{Kind: placement.KindRebalance, Reason: "requested by an operator"})
+	if err != nil {
+		return nil, err
+	}
+	resp.Operation = op
+	return resp, nil
+}
+
+func nodeName(st *cluster.State, id uint64) string {
+	if n := st.Nodes[id]; n != nil {
+		return n.Name
+	}
+	if m := st.Members[id]; m != nil {
+		return m.Info.Name
+	}
+	return fmt.Sprintf("n%d", id)
+}
+
+func (s *Server) nodeOp(ctx context.Context, ref, kind string) (*adminpb.Operation, error) {
+	st := s.cfg.Meta.State()
+	id, err := resolveNode(st, ref)
+	if err != nil {
+		return nil, err
+	}
+	return s.submit(ctx, &placement.Operation{Kind: kind, Node: id, Reason: "requested by an operator"})
+}
+
+// DrainNode implements adminpb.AdminServer.
+func (s *Server) DrainNode(ctx context.Context, req *adminpb.NodeRequest) (*adminpb.Operation, error) {
+	return s.nodeOp(ctx, req.GetNode(), placement.KindDrain)
+}
+
+// DecommissionNode implements adminpb.AdminServer.
+func (s *Server) DecommissionNode(ctx context.Context, req *adminpb.NodeRequest) (*adminpb.Operation, error) {
+	return s.nodeOp(ctx, req.GetNode(), placement.KindDecommission)
+}
+
+// ListOperations implements adminpb.AdminServer.
+func (s *Server) ListOperations(ctx context.Context, req *adminpb.ListOperationsRequest) (*adminpb.ListOperationsResponse, error) {
+	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix())
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "%v", err)
+	}
+	st := s.cfg.Meta.State()
+	resp := &adminpb.ListOperationsResponse{}
+	for _, op := range ops {
+		if req.GetActive() && !op.Active() {
+			continue
+		}
+		resp.Operations = append(resp.Operations, toPB(st, op))
+		if req.GetLimit() > 0 && len(resp.Operations) >= int(req.GetLimit()) {
+			break
+		}
+	}
+	return resp, nil
+}
+
+// GetOperation implements adminpb.AdminServer.
+func (s *Server) GetOperation(ctx context.Context, req *adminpb.GetOperationRequest) (*adminpb.Operation, error) {
+	op, err := placement.GetOperation(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix(), req.GetId())
+	if err != nil {
+		return nil, status.Errorf(codes.NotFound, "%v", err)
+	}
+	return toPB(s.cfg.Meta.State(), op), nil
+}
+
+// ShowPartition implements adminpb.AdminServer.
+func (s *Server) ShowPartition(ctx context.Context, req *adminpb.ShowPartitionRequest) (*adminpb.PartitionDetail, error) {
+	st := s.cfg.Meta.State()
+	t, err := partitionOf(st, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	top := int(req.GetTop())
+	if top == 0 {
+		top = 3
+	}
+	d := st.Partition(req.GetId())
+	out := &adminpb.PartitionDetail{Partition: s.partition(st, t, d, len(st.Ring(t.ID).Partitions()), s.nodeStatus(ctx, st, true))}
+	det, err := s.cfg.Router.PartitionDetail(ctx, req.GetId(), top)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "inspect partition %d: %v", req.GetId(), err)
+	}
+	for _, lp := range det.GetTopBySize() {
+		out.TopBySize = append(out.TopBySize, logicalPB(t, lp.GetPk(), lp.GetToken(), lp.GetBytes(), lp.GetRows(), lp.GetRuPerSec()))
+	}
+	for _, lp := range det.GetTopByRu() {
+		out.TopByRu = append(out.TopByRu, logicalPB(t, lp.GetPk(), lp.GetToken(), lp.GetBytes(), lp.GetRows(), lp.GetRuPerSec()))
+	}
+	return out, nil
+}
+
+func logicalPB(t *schema.Table, pk []byte, token, bytes, rows int64, ru float64) *adminpb.LogicalPartition {
+	lp := &adminpb.LogicalPartition{Token: token, Bytes: bytes, Rows: rows, RuPerSec: ru}
+	vals, err := ring.SplitRoutingKey(pk, len(t.PartitionKey()))
+	if err != nil {
+		lp.Key = []string{fmt.Sprintf("0x%x", pk)}
+		return lp
+	}
+	for i, c := range t.PartitionKey() {
+		lp.Key = append(lp.Key, cqltype.Format(c.Type, vals[i]))
+	}
+	return lp
+}

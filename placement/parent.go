@@ -1,0 +1,138 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cosmosd/cosmosd/cluster"
+)
+
+// runParent runs a rebalance, drain or decommission: it plans moves,
+// submits them as child operations (scheduled like any other, within the
+// snapshot limit), waits for them, and plans again until nothing is left to
+// move. Children are persisted in the parent, so a new controller resumes
+// waiting for them instead of planning twice.
+func (c *Controller) runParent(ctx context.Context, op *Operation) error {
+	prefix := c.cfg.Meta.Prefix()
+	if op.Kind == KindDrain || op.Kind == KindDecommission {
+		if c.cfg.Meta.State().Members[op.Node] == nil {
+			return fmt.Errorf("node %d is not a member of the cluster", op.Node)
+		}
+		if err := cluster.UpdateMember(ctx, c.cli, prefix, op.Node, func(m *cluster.Member) bool {
+			if m.Draining {
+				return false
+			}
+			m.Draining = true
+			return true
+		}); err != nil {
+			return err
+		}
+	}
+	planned := 0
+	for round := 0; ; round++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Wait for the children of the previous round.
+		done, failed := 0, 0
+		for _, id := range op.Children {
+			child, err := GetOperation(ctx, c.cli, prefix, id)
+			if err != nil {
+				return err
+			}
+			switch child.State {
+			case StateDone:
+				done++
+			case StateFailed:
+				failed++
+			}
+		}
+		if done+failed < len(op.Children) {
+			frac := 0.0
+			if len(op.Children) > 0 {
+				frac = 0.9 * float64(done+failed) / float64(len(op.Children))
+			}
+			if err := c.progress(ctx, op, "moves", StateRunning, fmt.Sprintf("%d of %d done, %d failed", done, len(op.Children), failed), frac); err != nil {
+				return err
+			}
+			if !sleepCtx(ctx, 500*time.Millisecond) {
+				return ctx.Err()
+			}
+			continue
+		}
+		if failed > 0 && round > 20 {
+			return fmt.Errorf("%d moves failed", failed)
+		}
+		// Plan the next moves.
+		st := c.cfg.Meta.State()
+		busy := c.busyPartitions()
+		view := c.view(st, time.Now(), busy)
+		var moves []Move
+		switch op.Kind {
+		case KindRebalance:
+			moves = PlanRebalance(view, c.cfg.RebalanceTolerance, c.cfg.MaxConcurrentMoves)
+		default:
+			moves = PlanDrain(view, map[uint64]bool{op.Node: true}, c.cfg.MaxConcurrentMoves)
+			if len(moves) == 0 && c.holds(st, op.Node) && len(busy) == 0 {
+				return fmt.Errorf("node %d still holds replicas but no live node can take them", op.Node)
+			}
+		}
+		if len(moves) == 0 {
+			if c.holds(st, op.Node) && op.Kind != KindRebalance {
+				// Moves of other operations are in flight; wait.
+				if !sleepCtx(ctx, 500*time.Millisecond) {
+					return ctx.Err()
+				}
+				continue
+			}
+			break
+		}
+		for _, m := range moves {
+			child := &Operation{Kind: KindMove, State: StatePending, Table: m.Table, Partition: m.Partition, From: m.From, To: m.To, Reason: m.Reason, Parent: op.ID}
+			if err := c.submit(ctx, child); err != nil {
+				return err
+			}
+			op.Children = append(op.Children, child.ID)
+			planned++
+		}
+		if err := c.progress(ctx, op, "plan", StateDone, fmt.Sprintf("%d moves planned", planned), 0); err != nil {
+			return err
+		}
+	}
+	if op.Kind == KindDecommission {
+		if err := cluster.UpdateMember(ctx, c.cli, prefix, op.Node, func(m *cluster.Member) bool {
+			m.Decommissioned = true
+			return true
+		}); err != nil {
+			return err
+		}
+	}
+	return c.progress(ctx, op, "moves", StateDone, fmt.Sprintf("%d moves", planned), 1)
+}
+
+// holds reports whether node holds any replica in the routing copies.
+func (c *Controller) holds(st *cluster.State, node uint64) bool {
+	if node == 0 {
+		return false
+	}
+	for _, r := range st.Rings {
+		for _, p := range r.Partitions() {
+			if replicaOn(p, node) != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// busyPartitions lists partitions with an operation running here.
+func (c *Controller) busyPartitions() map[uint64]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[uint64]bool{}
+	for p := range c.mu.busy {
+		out[p] = true
+	}
+	return out
+}
