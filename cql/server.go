@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -159,6 +160,7 @@ type conn struct {
 	logger *slog.Logger
 
 	out      chan []byte   // encoded response frames for the writer
+	done     chan struct{} // closed when nothing more may be sent
 	inflight chan struct{} // semaphore of running requests
 	reqs     sync.WaitGroup
 	ctx      context.Context
@@ -167,7 +169,9 @@ type conn struct {
 	// Owned by the reader goroutine.
 	started bool
 
-	// mu guards the fields below and the sending side of out.
+	// mu guards the fields below. It is never held while waiting for the
+	// writer, so a client that stops reading blocks only its own
+	// requests, never the event broadcast or the server's shutdown.
 	mu struct {
 		sync.Mutex
 		comp     frame.Compressor
@@ -183,6 +187,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		s: s, nc: nc, rd: frame.NewReader(nc, s.cfg.MaxFrameBytes),
 		logger:   s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
 		out:      make(chan []byte, 256),
+		done:     make(chan struct{}),
 		inflight: make(chan struct{}, s.cfg.MaxRequestsPerConnection),
 		ctx:      ctx, cancel: cancel,
 	}
@@ -214,8 +219,10 @@ func (c *conn) serve() {
 	c.cancel()
 	c.mu.Lock()
 	c.mu.closed = true
-	close(c.out)
 	c.mu.Unlock()
+	// Every request has queued its answer; the writer sends what is
+	// queued and stops.
+	close(c.done)
 	<-writerDone
 	_ = c.nc.Close()
 }
@@ -343,6 +350,14 @@ func (c *conn) handle(h frame.Header, req frame.Request) {
 func (c *conn) run(h frame.Header, req frame.Request) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.s.cfg.RequestTimeout)
 	defer cancel()
+	defer func() {
+		// A bug in executing one request must not take the node down:
+		// the client gets a Server error and the connection goes on.
+		if r := recover(); r != nil {
+			c.logger.Error("request panicked", "opcode", h.Opcode.String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.sendError(h.Stream, &frame.Error{Code: frame.CodeServerError, Message: fmt.Sprintf("internal error: %v", r)})
+		}
+	}()
 	ex := c.s.cfg.Executor
 	var res *exec.Result
 	var err error
@@ -383,6 +398,7 @@ func (c *conn) run(h frame.Header, req frame.Request) {
 	case *frame.Execute:
 		skip = r.Params.SkipMetadata
 	}
+	skip = skip && !res.FullMetadata
 	var env *frame.Envelope
 	if res.Charge > 0 {
 		env = &frame.Envelope{CustomPayload: map[string][]byte{"RequestCharge": binary.BigEndian.AppendUint64(nil, math.Float64bits(res.Charge))}}
@@ -466,16 +482,15 @@ func toFrameError(err error) *frame.Error {
 
 func (c *conn) sendError(stream int16, e *frame.Error) { c.send(stream, nil, e, true) }
 
-// send encodes a response and hands it to the writer. The lock is held
-// while queueing so the channel cannot close under it; the writer never
-// takes the lock, so a full queue only waits for the writer.
-func (c *conn) send(stream int16, env *frame.Envelope, resp frame.Response, compress bool) {
+// encode encodes a response frame with the connection's compression, or
+// returns nil once the connection is closed.
+func (c *conn) encode(stream int16, env *frame.Envelope, resp frame.Response, compress bool) []byte {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.closed {
-		return
+	closed, comp := c.mu.closed, c.mu.comp
+	c.mu.Unlock()
+	if closed {
+		return nil
 	}
-	comp := c.mu.comp
 	if !compress {
 		comp = nil
 	}
@@ -485,20 +500,35 @@ func (c *conn) send(stream int16, env *frame.Envelope, resp frame.Response, comp
 		buf, _ = frame.AppendResponse(nil, frame.Header{Stream: stream}, nil, comp,
 			&frame.Error{Code: frame.CodeServerError, Message: fmt.Sprintf("response too large: %v; use paging or a smaller LIMIT", err)})
 	}
-	c.out <- buf
+	return buf
 }
 
-// writeLoop writes responses, flushing when no more are queued.
+// send encodes a response and hands it to the writer, waiting while the
+// writer's queue is full (the client is slow to read).
+func (c *conn) send(stream int16, env *frame.Envelope, resp frame.Response, compress bool) {
+	buf := c.encode(stream, env, resp, compress)
+	if buf == nil {
+		return
+	}
+	select {
+	case c.out <- buf:
+	case <-c.done:
+	}
+}
+
+// writeLoop writes responses, flushing when no more are queued, until the
+// connection is done and the queue empty. After a write error it keeps
+// draining the queue so that senders never block on a dead connection.
 func (c *conn) writeLoop() {
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	failed := false
-	for buf := range c.out {
+	write := func(buf []byte) {
 		if failed {
-			continue
+			return
 		}
 		if _, err := w.Write(buf); err != nil {
 			failed = true
-			continue
+			return
 		}
 		if len(c.out) == 0 {
 			if err := w.Flush(); err != nil {
@@ -506,17 +536,63 @@ func (c *conn) writeLoop() {
 			}
 		}
 	}
-	if !failed {
-		_ = w.Flush()
+	for {
+		select {
+		case buf := <-c.out:
+			write(buf)
+			continue
+		case <-c.done:
+		}
+		for {
+			select {
+			case buf := <-c.out:
+				write(buf)
+				continue
+			default:
+			}
+			break
+		}
+		if !failed {
+			_ = w.Flush()
+		}
+		return
 	}
 }
 
-// pushEvent sends an event if the connection registered for its type.
+// eventQueueWait bounds how long an event waits for room in a
+// connection's queue before the connection is given up as not reading.
+const eventQueueWait = 2 * time.Second
+
+// pushEvent sends an event if the connection registered for its type. It
+// never waits long: the broadcast serves every connection in turn. A
+// client whose queue stays full does not read what it is sent; its
+// connection is closed, and its driver reconnects and refreshes what it
+// may have missed.
 func (c *conn) pushEvent(ev *frame.Event) {
 	c.mu.Lock()
 	want := c.mu.events[ev.Type]
 	c.mu.Unlock()
-	if want {
-		c.send(-1, nil, ev, true)
+	if !want {
+		return
+	}
+	buf := c.encode(-1, nil, ev, true)
+	if buf == nil {
+		return
+	}
+	select {
+	case c.out <- buf:
+		return
+	case <-c.done:
+		return
+	default:
+	}
+	t := time.NewTimer(eventQueueWait)
+	defer t.Stop()
+	select {
+	case c.out <- buf:
+	case <-c.done:
+	case <-t.C:
+		c.logger.Warn("closing connection that does not read its events", "event", ev.Type)
+		_ = c.nc.Close()
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/md5"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -190,6 +189,10 @@ type Result struct {
 	Prepared *Prepared
 	// Charge is the request's cost in request units.
 	Charge float64
+	// FullMetadata: the rows' columns are not those PREPARE announced
+	// (a conditional statement's result), so they are described even
+	// when the client asked to skip metadata.
+	FullMetadata bool
 }
 
 var voidResult = &Result{Kind: ResultVoid}
@@ -331,5 +334,3 @@ func preparedID(keyspace, query string) []byte {
 	h := md5.Sum([]byte(keyspace + "\x00" + query))
 	return h[:]
 }
-
-var _ = fmt.Sprintf

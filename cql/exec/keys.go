@@ -28,7 +28,7 @@ func makePartitionKey(t *schema.Table, values [][]byte) (partitionKey, error) {
 	key, err := ring.RoutingKey(values)
 	if err != nil {
 		if errors.Is(err, ring.ErrKeyTooLong) {
-			return partitionKey{}, Invalid("Key length of %d is longer than maximum of %d", len(key), ring.MaxKeyLength)
+			return partitionKey{}, Invalid("Key length of %d is longer than maximum of %d", routingKeyLen(values), ring.MaxKeyLength)
 		}
 		return partitionKey{}, Invalid("invalid partition key: %v", err)
 	}
@@ -36,6 +36,19 @@ func makePartitionKey(t *schema.Table, values [][]byte) (partitionKey, error) {
 		return partitionKey{}, Invalid("Key may not be empty")
 	}
 	return partitionKey{values: values, key: key, token: ring.Token(key)}, nil
+}
+
+// routingKeyLen is the length of the routing key of values: the value
+// itself for one component, [len][value][0] per component otherwise.
+func routingKeyLen(values [][]byte) int {
+	if len(values) == 1 {
+		return len(values[0])
+	}
+	n := 0
+	for _, v := range values {
+		n += 2 + len(v) + 1
+	}
+	return n
 }
 
 // decodePartitionKey splits a stored routing key back into values.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/cqltype"
 	"github.com/cosmosd/cosmosd/partition"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -101,7 +102,7 @@ func (e *Executor) casResult(t *schema.Table, p *modPlan, cond *kvpb.Condition, 
 	rows := &Rows{Columns: []ColumnSpec{applied}}
 	if resp.GetApplied() {
 		rows.Rows = [][][]byte{{boolVal(true)}}
-		return &Result{Kind: ResultRows, Rows: rows}, nil
+		return &Result{Kind: ResultRows, Rows: rows, FullMetadata: true}, nil
 	}
 	var cur *kvpb.CurrentRow
 	if len(resp.GetCurrent()) > 0 {
@@ -126,14 +127,11 @@ func (e *Executor) casResult(t *schema.Table, p *modPlan, cond *kvpb.Condition, 
 	exists := cur != nil && (cur.GetExists() || len(cur.GetStaticRow()) > 0)
 	if !exists || cond.GetKind() == kvpb.Condition_EXISTS {
 		rows.Rows = [][][]byte{{boolVal(false)}}
-		return &Result{Kind: ResultRows, Rows: rows}, nil
+		return &Result{Kind: ResultRows, Rows: rows, FullMetadata: true}, nil
 	}
 	cols := p.condCols
 	if p.ifNotExists {
-		cols = nil
-		for i := range t.Columns {
-			cols = append(cols, &t.Columns[i])
-		}
+		cols = selectOrder(t)
 	}
 	pkVals, _ := decodePartitionKey(t, cond.GetPk())
 	var ckVals [][]byte
@@ -165,5 +163,130 @@ func (e *Executor) casResult(t *schema.Table, p *modPlan, cond *kvpb.Condition, 
 		out = append(out, v)
 	}
 	rows.Rows = [][][]byte{out}
-	return &Result{Kind: ResultRows, Rows: rows}, nil
+	return &Result{Kind: ResultRows, Rows: rows, FullMetadata: true}, nil
+}
+
+// conditions analyses IF EXISTS / IF conditions of UPDATE and DELETE.
+func (e *Executor) conditions(p *modPlan, t *schema.Table, ifExists bool, conds []parser.Condition, b *binder, keys []partitionKey, cp *clusteringPlan, hasTS bool) error {
+	if !ifExists && len(conds) == 0 {
+		return nil
+	}
+	if hasTS {
+		return Invalid("Cannot provide custom timestamp for conditional updates")
+	}
+	if p.counter {
+		return Invalid("Conditional updates are not supported on counter tables")
+	}
+	if !b.prepare && len(keys) != 1 {
+		return Invalid("IN on the partition key is not supported with conditional updates")
+	}
+	if len(cp.prefixes) > 1 {
+		return Invalid("IN on the clustering key columns is not supported with conditional updates")
+	}
+	cond := &kvpb.Condition{Kind: kvpb.Condition_COLUMNS}
+	if ifExists {
+		cond.Kind = kvpb.Condition_EXISTS
+	}
+	for i := range conds {
+		c := &conds[i]
+		col := t.Column(c.Column)
+		if col == nil {
+			return Invalid("Undefined column name %s", c.Column)
+		}
+		if col.IsPrimaryKey() {
+			return Invalid("PRIMARY KEY column '%s' cannot have IF conditions", c.Column)
+		}
+		cc := &kvpb.ColumnCondition{Column: col.ID, Type: col.Type.String()}
+		recv := spec(t, col)
+		if c.Key != nil {
+			if !col.Type.IsCollection() || col.Type.Kind == cqltype.Set {
+				return Invalid("Invalid element access: %s is not a list or map", col.Name)
+			}
+			kt := cqltype.Scalar(cqltype.Int)
+			vt := col.Type.Elems[0]
+			if col.Type.Kind == cqltype.Map {
+				kt, vt = col.Type.Elems[0], col.Type.Elems[1]
+			}
+			k, err := b.term(c.Key, ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "key(" + col.Name + ")", Type: kt})
+			if err != nil {
+				return err
+			}
+			if !b.prepare && (k.null || k.unset) {
+				return Invalid("Invalid null value for %s element access", col.Name)
+			}
+			cc.Element, cc.HasElement, cc.ElementType = k.b, true, vt.String()
+			recv = ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "value(" + col.Name + ")", Type: vt}
+		}
+		ops := map[parser.Operator]kvpb.ColumnCondition_Op{parser.OpEq: kvpb.ColumnCondition_EQ, parser.OpNeq: kvpb.ColumnCondition_NE,
+			parser.OpLt: kvpb.ColumnCondition_LT, parser.OpLte: kvpb.ColumnCondition_LE, parser.OpGt: kvpb.ColumnCondition_GT,
+			parser.OpGte: kvpb.ColumnCondition_GE, parser.OpIn: kvpb.ColumnCondition_IN}
+		op, ok := ops[c.Op]
+		if !ok {
+			return Invalid("Unsupported operator %s in condition on %s", c.Op, col.Name)
+		}
+		cc.Op = op
+		var terms []parser.Term
+		if c.Op == parser.OpIn {
+			switch v := c.Value.(type) {
+			case *parser.InList:
+				terms = v.Elems
+			case *parser.BindMarker:
+				bv, err := b.marker(v, ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "in(" + col.Name + ")", Type: cqltype.ListOf(recv.Type)})
+				if err != nil {
+					return err
+				}
+				if !b.prepare && !bv.null && !bv.unset {
+					elems, err := cqltype.DecodeCollection(bv.b)
+					if err != nil {
+						return Invalid("Invalid IN value for %s: %v", col.Name, err)
+					}
+					for _, el := range elems {
+						cc.Values, cc.NullValues = append(cc.Values, el), append(cc.NullValues, false)
+					}
+				}
+			}
+		} else {
+			terms = []parser.Term{c.Value}
+		}
+		for _, term := range terms {
+			v, err := b.term(term, recv)
+			if err != nil {
+				return err
+			}
+			if v.unset {
+				return Invalid("Invalid unset value for condition on %s", col.Name)
+			}
+			if v.null && c.Op != parser.OpEq && c.Op != parser.OpNeq && c.Op != parser.OpIn && !b.prepare {
+				return Invalid("Invalid comparison with null for operator \"%s\"", c.Op)
+			}
+			cc.Values, cc.NullValues = append(cc.Values, v.b), append(cc.NullValues, v.null)
+		}
+		if col.Kind == schema.Static {
+			cond.StaticColumns = append(cond.StaticColumns, cc)
+		} else {
+			cond.Columns = append(cond.Columns, cc)
+		}
+		if !containsCol(p.condCols, col) {
+			p.condCols = append(p.condCols, col)
+		}
+	}
+	if b.prepare {
+		p.cond = cond
+		return nil
+	}
+	cond.Token, cond.Pk = keys[0].token, keys[0].key
+	if len(cp.prefixes) == 1 {
+		cond.Ck = cp.prefixes[0]
+	}
+	p.cond = cond
+	return nil
+}
+
+func containsCol(cols []*schema.Column, c *schema.Column) bool {
+	for _, x := range cols {
+		if x.ID == c.ID {
+			return true
+		}
+	}
+	return false
 }

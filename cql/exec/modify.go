@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"strings"
 
 	"github.com/cosmosd/cosmosd/cql/parser"
@@ -35,9 +34,14 @@ type modPlan struct {
 // modContext carries what analysis of a modification needs beyond the
 // statement: the default timestamp and whether it runs in a batch.
 type modContext struct {
-	req     Request
+	req Request
+	// batchTS is the timestamp shared by a batch's statements that set
+	// none of their own: the batch's USING TIMESTAMP, else its default.
 	batchTS int64
 	inBatch bool
+	// batchUsingTS: the batch itself has USING TIMESTAMP, which its
+	// statements may then not repeat.
+	batchUsingTS bool
 }
 
 func (e *Executor) runModify(ctx context.Context, sess *Session, stmt parser.Statement, b *binder, req Request) (*Result, error) {
@@ -52,7 +56,7 @@ func (e *Executor) runModify(ctx context.Context, sess *Session, stmt parser.Sta
 // the coordinator's clock.
 func (e *Executor) timestamp(using parser.Using, t *schema.Table, b *binder, mc modContext) (int64, bool, error) {
 	if using.Timestamp != nil {
-		if mc.inBatch && mc.batchTS != 0 {
+		if mc.inBatch && mc.batchUsingTS {
 			return 0, false, Invalid("Timestamp must be set either on BATCH or individual statements")
 		}
 		v, err := b.term(using.Timestamp, ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "[timestamp]", Type: cqltype.Scalar(cqltype.Bigint)})
@@ -67,6 +71,9 @@ func (e *Executor) timestamp(using parser.Using, t *schema.Table, b *binder, mc 
 		}
 		if v.unset {
 			return e.defaultTimestamp(mc), false, nil
+		}
+		if len(v.b) != 8 {
+			return 0, false, Invalid("Invalid empty value for timestamp")
 		}
 		ts := int64(binary.BigEndian.Uint64(v.b))
 		if ts == storage.NoTimestamp {
@@ -101,6 +108,9 @@ func ttl(using parser.Using, t *schema.Table, b *binder) (int32, error) {
 	}
 	if v.unset {
 		return t.Options.DefaultTTL, nil
+	}
+	if len(v.b) != 4 {
+		return 0, Invalid("Invalid empty value for ttl")
 	}
 	n := int32Of(v.b)
 	if n < 0 {
@@ -222,6 +232,9 @@ func (e *Executor) analyzeInsert(t *schema.Table, s *parser.InsertStmt, b *binde
 			return nil, Invalid("Some clustering keys are missing: %s", missing)
 		}
 	}
+	if s.IfNotExists && hasTS {
+		return nil, Invalid("Cannot provide custom timestamp for conditional updates")
+	}
 	if b.prepare {
 		return p, nil
 	}
@@ -242,9 +255,6 @@ func (e *Executor) analyzeInsert(t *schema.Table, s *parser.InsertStmt, b *binde
 			Timestamp: ts, Ttl: ttlv, Ops: staticOps, Marker: staticOnly})
 	}
 	if s.IfNotExists {
-		if hasTS {
-			return nil, Invalid("Cannot provide custom timestamp for conditional updates")
-		}
 		p.cond = &kvpb.Condition{Kind: kvpb.Condition_NOT_EXISTS, Token: pk.token, Pk: pk.key, Ck: ck}
 		p.ifNotExists = true
 	}
@@ -323,7 +333,12 @@ func (e *Executor) analyzeUpdate(t *schema.Table, s *parser.UpdateStmt, b *binde
 		return nil, Invalid("Cannot provide custom TTL for counter updates")
 	}
 	var rowOps, staticOps []*kvpb.ColumnOp
+	// seen records, per column, whether an earlier assignment set the
+	// whole value. As in Cassandra, a whole-value SET is incompatible with
+	// any other assignment to the column, while additions, removals and
+	// element sets combine (l = l + [1], l = [0] + l).
 	seen := map[string]bool{}
+	setsRegular := false
 	for i := range s.Assignments {
 		a := &s.Assignments[i]
 		c := t.Column(a.Column)
@@ -336,14 +351,18 @@ func (e *Executor) analyzeUpdate(t *schema.Table, s *parser.UpdateStmt, b *binde
 		if a.Field != "" {
 			return nil, Invalid("Invalid field selection: %s is not a user type", c.Name)
 		}
-		if seen[a.Column] && a.Key == nil {
+		wholeSet := a.Op == parser.AssignSet && a.Key == nil
+		if prevWhole, ok := seen[a.Column]; ok && (prevWhole || wholeSet) {
 			return nil, Invalid("Multiple incompatible setting of column %s", a.Column)
 		}
-		seen[a.Column] = true
+		seen[a.Column] = seen[a.Column] || wholeSet
 		ops, err := assignmentOps(t, c, a, b)
 		if err != nil {
 			return nil, err
 		}
+		// While preparing no ops are built; the rules below depend only
+		// on which kinds of columns are assigned.
+		setsRegular = setsRegular || c.Kind != schema.Static
 		if c.Kind == schema.Static {
 			staticOps = append(staticOps, ops...)
 		} else {
@@ -355,7 +374,7 @@ func (e *Executor) analyzeUpdate(t *schema.Table, s *parser.UpdateStmt, b *binde
 		return nil, err
 	}
 	hasCK := len(t.ClusteringColumns()) > 0
-	if hasCK && !cp.fullKey && (len(rowOps) > 0 || cp.eqCols > 0) {
+	if hasCK && !cp.fullKey && (setsRegular || cp.eqCols > 0) {
 		var missing []string
 		for _, c := range t.ClusteringColumns()[cp.eqCols:] {
 			missing = append(missing, c.Name)
@@ -398,6 +417,9 @@ func assignmentOps(t *schema.Table, c *schema.Column, a *parser.Assignment, b *b
 		}
 		if v.null || v.unset {
 			return nil, Invalid("Invalid null value for counter increment")
+		}
+		if len(v.b) != 8 {
+			return nil, Invalid("Invalid empty value for counter increment")
 		}
 		d := int64(binary.BigEndian.Uint64(v.b))
 		if a.Op == parser.AssignSub {
@@ -445,7 +467,7 @@ func assignmentOps(t *schema.Table, c *schema.Column, a *parser.Assignment, b *b
 			if err != nil || b.prepare {
 				return nil, err
 			}
-			if idx.null || idx.unset {
+			if idx.null || idx.unset || len(idx.b) != 4 {
 				return nil, Invalid("Invalid null value for list index")
 			}
 			i := int32Of(idx.b)
@@ -455,6 +477,9 @@ func assignmentOps(t *schema.Table, c *schema.Column, a *parser.Assignment, b *b
 			return []*kvpb.ColumnOp{{Column: c.ID, Kind: kvpb.ColumnOp_LIST_SET_INDEX, Index: i, Value: v.b, Type: typeName}}, nil
 		}
 		return nil, Invalid("Invalid operation (%s) for non collection column %s", assignText(a), c.Name)
+	}
+	if a.Op == parser.AssignPrepend && typ.Kind != cqltype.List {
+		return nil, Invalid("Invalid operation (%s) for non list column %s", assignText(a), c.Name)
 	}
 	recv := ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: c.Name, Type: typ}
 	if a.Op == parser.AssignSub && typ.Kind == cqltype.Map {
@@ -531,6 +556,9 @@ func (e *Executor) analyzeDelete(t *schema.Table, s *parser.DeleteStmt, b *binde
 			if err != nil {
 				return nil, err
 			}
+			if !b.prepare && (k.null || k.unset) {
+				return nil, Invalid("Invalid null map key for column %s", c.Name)
+			}
 			op = &kvpb.ColumnOp{Column: c.ID, Kind: kvpb.ColumnOp_MAP_REMOVE, Value: cqltype.EncodeCollection([][]byte{k.b}), Type: c.Type.String()}
 		case target.Key != nil && c.Type.Kind == cqltype.List && c.Type.IsMultiCell():
 			k, err := b.term(target.Key, ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "idx(" + c.Name + ")", Type: cqltype.Scalar(cqltype.Int)})
@@ -538,7 +566,10 @@ func (e *Executor) analyzeDelete(t *schema.Table, s *parser.DeleteStmt, b *binde
 				return nil, err
 			}
 			var idx int32
-			if !b.prepare && !k.null && !k.unset {
+			if !b.prepare {
+				if k.null || k.unset || len(k.b) != 4 {
+					return nil, Invalid("Invalid null value for list index")
+				}
 				idx = int32Of(k.b)
 			}
 			op = &kvpb.ColumnOp{Column: c.ID, Kind: kvpb.ColumnOp_LIST_DELETE_INDEX, Index: idx, Type: c.Type.String()}
@@ -602,131 +633,6 @@ func (e *Executor) analyzeDelete(t *schema.Table, s *parser.DeleteStmt, b *binde
 		}
 	}
 	return p, nil
-}
-
-// conditions analyses IF EXISTS / IF conditions of UPDATE and DELETE.
-func (e *Executor) conditions(p *modPlan, t *schema.Table, ifExists bool, conds []parser.Condition, b *binder, keys []partitionKey, cp *clusteringPlan, hasTS bool) error {
-	if !ifExists && len(conds) == 0 {
-		return nil
-	}
-	if hasTS {
-		return Invalid("Cannot provide custom timestamp for conditional updates")
-	}
-	if p.counter {
-		return Invalid("Conditional updates are not supported on counter tables")
-	}
-	if !b.prepare && len(keys) != 1 {
-		return Invalid("IN on the partition key is not supported with conditional updates")
-	}
-	if len(cp.prefixes) > 1 {
-		return Invalid("IN on the clustering key columns is not supported with conditional updates")
-	}
-	cond := &kvpb.Condition{Kind: kvpb.Condition_COLUMNS}
-	if ifExists {
-		cond.Kind = kvpb.Condition_EXISTS
-	}
-	for i := range conds {
-		c := &conds[i]
-		col := t.Column(c.Column)
-		if col == nil {
-			return Invalid("Undefined column name %s", c.Column)
-		}
-		if col.IsPrimaryKey() {
-			return Invalid("PRIMARY KEY column '%s' cannot have IF conditions", c.Column)
-		}
-		cc := &kvpb.ColumnCondition{Column: col.ID, Type: col.Type.String()}
-		recv := spec(t, col)
-		if c.Key != nil {
-			if !col.Type.IsCollection() || col.Type.Kind == cqltype.Set {
-				return Invalid("Invalid element access: %s is not a list or map", col.Name)
-			}
-			kt := cqltype.Scalar(cqltype.Int)
-			vt := col.Type.Elems[0]
-			if col.Type.Kind == cqltype.Map {
-				kt, vt = col.Type.Elems[0], col.Type.Elems[1]
-			}
-			k, err := b.term(c.Key, ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "key(" + col.Name + ")", Type: kt})
-			if err != nil {
-				return err
-			}
-			if !b.prepare && (k.null || k.unset) {
-				return Invalid("Invalid null value for %s element access", col.Name)
-			}
-			cc.Element, cc.HasElement, cc.ElementType = k.b, true, vt.String()
-			recv = ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "value(" + col.Name + ")", Type: vt}
-		}
-		ops := map[parser.Operator]kvpb.ColumnCondition_Op{parser.OpEq: kvpb.ColumnCondition_EQ, parser.OpNeq: kvpb.ColumnCondition_NE,
-			parser.OpLt: kvpb.ColumnCondition_LT, parser.OpLte: kvpb.ColumnCondition_LE, parser.OpGt: kvpb.ColumnCondition_GT,
-			parser.OpGte: kvpb.ColumnCondition_GE, parser.OpIn: kvpb.ColumnCondition_IN}
-		op, ok := ops[c.Op]
-		if !ok {
-			return Invalid("Unsupported operator %s in condition on %s", c.Op, col.Name)
-		}
-		cc.Op = op
-		var terms []parser.Term
-		if c.Op == parser.OpIn {
-			switch v := c.Value.(type) {
-			case *parser.InList:
-				terms = v.Elems
-			case *parser.BindMarker:
-				bv, err := b.marker(v, ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "in(" + col.Name + ")", Type: cqltype.ListOf(recv.Type)})
-				if err != nil {
-					return err
-				}
-				if !b.prepare && !bv.null && !bv.unset {
-					elems, err := cqltype.DecodeCollection(bv.b)
-					if err != nil {
-						return Invalid("Invalid IN value for %s: %v", col.Name, err)
-					}
-					for _, el := range elems {
-						cc.Values, cc.NullValues = append(cc.Values, el), append(cc.NullValues, false)
-					}
-				}
-			}
-		} else {
-			terms = []parser.Term{c.Value}
-		}
-		for _, term := range terms {
-			v, err := b.term(term, recv)
-			if err != nil {
-				return err
-			}
-			if v.unset {
-				return Invalid("Invalid unset value for condition on %s", col.Name)
-			}
-			if v.null && c.Op != parser.OpEq && c.Op != parser.OpNeq && c.Op != parser.OpIn && !b.prepare {
-				return Invalid("Invalid comparison with null for operator \"%s\"", c.Op)
-			}
-			cc.Values, cc.NullValues = append(cc.Values, v.b), append(cc.NullValues, v.null)
-		}
-		if col.Kind == schema.Static {
-			cond.StaticColumns = append(cond.StaticColumns, cc)
-		} else {
-			cond.Columns = append(cond.Columns, cc)
-		}
-		if !containsCol(p.condCols, col) {
-			p.condCols = append(p.condCols, col)
-		}
-	}
-	if b.prepare {
-		p.cond = cond
-		return nil
-	}
-	cond.Token, cond.Pk = keys[0].token, keys[0].key
-	if len(cp.prefixes) == 1 {
-		cond.Ck = cp.prefixes[0]
-	}
-	p.cond = cond
-	return nil
-}
-
-func containsCol(cols []*schema.Column, c *schema.Column) bool {
-	for _, x := range cols {
-		if x.ID == c.ID {
-			return true
-		}
-	}
-	return false
 }
 
 // applyPlans sends the mutations of one or more statements (a batch), one
@@ -797,61 +703,3 @@ func (e *Executor) writeError(err error, t *schema.Table, req *kvpb.WriteRequest
 	}
 	return ce
 }
-
-func (e *Executor) runBatchStmt(ctx context.Context, sess *Session, s *parser.BatchStmt, b *binder, req Request) (*Result, error) {
-	items := make([]batchItem, len(s.Statements))
-	for i, st := range s.Statements {
-		items[i] = batchItem{stmt: st, b: b}
-	}
-	return e.runBatch(ctx, sess, s.Kind, s.Using, items, req)
-}
-
-type batchItem struct {
-	stmt parser.Statement
-	b    *binder
-	// sess resolves unqualified table names (a prepared statement keeps
-	// the keyspace it was prepared in); nil means the batch's session.
-	sess *Session
-}
-
-// runBatch analyses and applies a batch.
-func (e *Executor) runBatch(ctx context.Context, sess *Session, kind parser.BatchKind, using parser.Using, items []batchItem, req Request) (*Result, error) {
-	mc := modContext{req: req, inBatch: true}
-	if using.TTL != nil {
-		return nil, Invalid("Global TTL on the BATCH statement is not supported")
-	}
-	if using.Timestamp != nil && len(items) > 0 {
-		ts, _, err := e.timestamp(using, &schema.Table{Name: "batch"}, items[0].b, modContext{req: req})
-		if err != nil {
-			return nil, err
-		}
-		mc.batchTS = ts
-	}
-	if mc.batchTS == 0 {
-		mc.batchTS = e.defaultTimestamp(mc)
-	}
-	var plans []*modPlan
-	for _, it := range items {
-		itSess := sess
-		if it.sess != nil {
-			itSess = it.sess
-		}
-		p, err := e.analyzeModify(itSess, it.stmt, it.b, mc)
-		if err != nil {
-			return nil, err
-		}
-		if kind == parser.BatchCounter && !p.counter {
-			return nil, Invalid("Cannot include non-counter statement in a counter batch")
-		}
-		if kind != parser.BatchCounter && p.counter {
-			if kind == parser.BatchLogged {
-				return nil, Invalid("Cannot include a counter statement in a logged batch")
-			}
-			return nil, Invalid("Counter and non-counter mutations cannot exist in the same batch")
-		}
-		plans = append(plans, p)
-	}
-	return e.applyPlans(ctx, plans, req, true)
-}
-
-var _ = fmt.Sprint

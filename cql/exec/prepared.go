@@ -3,7 +3,10 @@ package exec
 import (
 	"container/list"
 	"context"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/schema"
@@ -23,6 +26,82 @@ type Prepared struct {
 	// ResultColumns describes the rows of a SELECT (nil otherwise).
 	ResultColumns []ColumnSpec
 	markers       int
+	// tables are the tables the statement was analysed against, with
+	// their shape then: when one changes, the metadata above may be
+	// wrong, so the statement must be prepared again.
+	tables []*tableShape
+}
+
+// tableShape identifies a table definition as far as prepared metadata
+// depends on it: the table's id (a re-created table has a new one) and its
+// columns.
+type tableShape struct {
+	keyspace, name string
+	shape          string
+	// seen is the last definition found to have this shape, so that
+	// executions only compare shapes after a schema change.
+	seen atomic.Pointer[schema.Table]
+}
+
+func shape(t *schema.Table) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", t.ID)
+	for _, c := range t.Columns {
+		fmt.Fprintf(&b, "|%s %s %s %d %v", c.Name, c.Type, c.Kind, c.Position, c.Desc)
+	}
+	return b.String()
+}
+
+func shapeOf(t *schema.Table) *tableShape {
+	ts := &tableShape{keyspace: t.Keyspace, name: t.Name, shape: shape(t)}
+	ts.seen.Store(t)
+	return ts
+}
+
+// stale reports whether a table the statement was prepared against has
+// changed or gone.
+func (e *Executor) stale(p *Prepared) bool {
+	st := e.cfg.Meta.State().Schema
+	for _, ts := range p.tables {
+		if isSystemKeyspace(ts.keyspace) {
+			continue // virtual tables never change
+		}
+		t := st.Table(ts.keyspace, ts.name)
+		switch {
+		case t == nil:
+			return true
+		case t == ts.seen.Load():
+		case shape(t) != ts.shape:
+			return true
+		default:
+			ts.seen.Store(t)
+		}
+	}
+	return false
+}
+
+func (c *preparedCache) remove(id []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byID[string(id)]; ok {
+		c.order.Remove(el)
+		delete(c.byID, string(id))
+	}
+}
+
+// lookup returns a prepared statement that is still valid, evicting one
+// whose tables changed (Cassandra drops those on schema changes, and
+// drivers prepare again on Unprepared).
+func (e *Executor) lookup(id []byte) (*Prepared, error) {
+	p, ok := e.prepared.get(id)
+	if ok && e.stale(p) {
+		e.prepared.remove(id)
+		return nil, &Error{Code: CodeUnprepared, Message: "Prepared query with ID " + hexID(id) + " is no longer valid: the schema of its table changed; prepare it again", PreparedID: id}
+	}
+	if !ok {
+		return nil, &Error{Code: CodeUnprepared, Message: "Prepared query with ID " + hexID(id) + " not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", PreparedID: id}
+	}
+	return p, nil
 }
 
 // preparedCache is a bounded LRU of prepared statements. Safe for
@@ -83,20 +162,35 @@ func (e *Executor) Prepare(ctx context.Context, sess *Session, query string) (*P
 		}
 		p.ResultColumns = sp.sel.specs()
 		table = sp.t
+		p.tables = append(p.tables, shapeOf(sp.t))
 	case *parser.InsertStmt, *parser.UpdateStmt, *parser.DeleteStmt:
 		mp, err := e.analyzeModify(sess, stmt, b, modContext{})
 		if err != nil {
 			return nil, err
 		}
+		// A conditional statement's rows vary ([applied] alone, or with
+		// the current values), so like Cassandra 3.x it announces no
+		// result metadata and its results always carry their own.
 		table = mp.table
-		if mp.cond != nil {
-			p.ResultColumns = casColumns(mp)
-		}
+		p.tables = append(p.tables, shapeOf(mp.table))
 	case *parser.BatchStmt:
-		for _, st := range s.Statements {
-			if _, err := e.analyzeModify(sess, st, b, modContext{inBatch: true}); err != nil {
+		mc := modContext{inBatch: true}
+		if s.Using.TTL != nil {
+			return nil, Invalid("Global TTL on the BATCH statement is not supported")
+		}
+		if s.Using.Timestamp != nil {
+			// Records the marker's type, as execution binds it first.
+			if _, _, err := e.timestamp(s.Using, &schema.Table{Name: "batch"}, b, modContext{}); err != nil {
 				return nil, err
 			}
+			mc.batchUsingTS = true
+		}
+		for _, st := range s.Statements {
+			mp, err := e.analyzeModify(sess, st, b, mc)
+			if err != nil {
+				return nil, err
+			}
+			p.tables = append(p.tables, shapeOf(mp.table))
 		}
 	}
 	p.Variables = b.specs
@@ -113,12 +207,6 @@ func (e *Executor) Prepare(ctx context.Context, sess *Session, query string) (*P
 	}
 	e.prepared.put(p)
 	return p, nil
-}
-
-// casColumns is the result metadata of a conditional statement.
-func casColumns(mp *modPlan) []ColumnSpec {
-	t := mp.table
-	return []ColumnSpec{{Keyspace: t.Keyspace, Table: t.Name, Name: "[applied]", Type: boolType}}
 }
 
 // pkIndices maps each partition-key column to the marker that binds it by
@@ -164,9 +252,9 @@ func pkIndices(t *schema.Table, stmt parser.Statement, markers []*parser.BindMar
 // Execute runs a prepared statement. ErrUnprepared (an *Error with code
 // Unprepared) asks the client to prepare it again.
 func (e *Executor) Execute(ctx context.Context, sess *Session, id []byte, req Request) (*Result, error) {
-	p, ok := e.prepared.get(id)
-	if !ok {
-		return nil, &Error{Code: CodeUnprepared, Message: "Prepared query with ID " + hexID(id) + " not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", PreparedID: id}
+	p, err := e.lookup(id)
+	if err != nil {
+		return nil, err
 	}
 	b, err := newBinder(req.Values, req.Names, p.markers, e.cfg.Now(), e.cfg.MaxValueBytes)
 	if err != nil {
@@ -203,9 +291,9 @@ func (e *Executor) Batch(ctx context.Context, sess *Session, kind parser.BatchKi
 		var stmt parser.Statement
 		ksSess := sess
 		if bs.ID != nil {
-			p, ok := e.prepared.get(bs.ID)
-			if !ok {
-				return nil, &Error{Code: CodeUnprepared, Message: "Prepared query with ID " + hexID(bs.ID) + " not found", PreparedID: bs.ID}
+			p, err := e.lookup(bs.ID)
+			if err != nil {
+				return nil, err
 			}
 			stmt = p.Stmt
 			if p.Keyspace != "" {

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -34,6 +33,8 @@ type restrictions struct {
 	byCol  map[string][]*colRestriction
 	order  []*colRestriction
 	tuples []*tupleRestriction
+	// prepare: values are not bound (PREPARE), so nothing is encoded.
+	prepare bool
 	// token restrictions, folded into an inclusive range.
 	hasToken bool
 	tokLo    int64
@@ -42,7 +43,7 @@ type restrictions struct {
 
 // analyzeWhere binds the relations of a WHERE clause.
 func analyzeWhere(t *schema.Table, where []parser.Relation, b *binder) (*restrictions, error) {
-	r := &restrictions{t: t, byCol: map[string][]*colRestriction{}, tokLo: minToken, tokHi: maxToken}
+	r := &restrictions{t: t, byCol: map[string][]*colRestriction{}, tokLo: minToken, tokHi: maxToken, prepare: b.prepare}
 	spec := func(c *schema.Column, name string, typ cqltype.Type) ColumnSpec {
 		if name == "" {
 			name = c.Name
@@ -240,6 +241,22 @@ func analyzeWhere(t *schema.Table, where []parser.Relation, b *binder) (*restric
 		if eq > 0 && len(rs) > 1 {
 			return nil, Invalid("%s cannot be restricted by more than one relation if it includes an Equal", name)
 		}
+		lower, upper := 0, 0
+		for _, cr := range rs {
+			switch {
+			case cr.mapKey != nil || !isSlice(cr.op):
+			case isLower(cr.op):
+				lower++
+			default:
+				upper++
+			}
+		}
+		if lower > 1 {
+			return nil, Invalid("More than one restriction was found for the start bound on %s", name)
+		}
+		if upper > 1 {
+			return nil, Invalid("More than one restriction was found for the end bound on %s", name)
+		}
 	}
 	return r, nil
 }
@@ -275,18 +292,46 @@ func (r *restrictions) addToken(rel *parser.Relation, b *binder) error {
 			return Invalid("The token function arguments must be in the partition key order: %s", partitionKeyNames(r.t))
 		}
 	}
-	bv, err := b.term(rel.Value, ColumnSpec{Keyspace: r.t.Keyspace, Table: r.t.Name, Name: "partition key token", Type: cqltype.Scalar(cqltype.Bigint)})
-	if err != nil {
-		return err
+	var v int64
+	if f, ok := rel.Value.(*parser.FuncCall); ok && strings.EqualFold(f.Name, "token") {
+		// token(k) > token(value, ...): the token of a key given by value.
+		if len(f.Args) != len(pk) {
+			return Invalid("Invalid number of arguments in call to function system.token: %d required but %d provided", len(pk), len(f.Args))
+		}
+		vals := make([][]byte, len(pk))
+		for i, c := range pk {
+			bv, err := b.term(f.Args[i], ColumnSpec{Keyspace: r.t.Keyspace, Table: r.t.Name, Name: c.Name, Type: c.Type})
+			if err != nil {
+				return err
+			}
+			if !b.prepare && (bv.null || bv.unset) {
+				return Invalid("Invalid null value for partition key part %s", c.Name)
+			}
+			vals[i] = bv.b
+		}
+		r.hasToken = true
+		if b.prepare {
+			return nil
+		}
+		k, err := makePartitionKey(r.t, vals)
+		if err != nil {
+			return err
+		}
+		v = k.token
+	} else {
+		bv, err := b.term(rel.Value, ColumnSpec{Keyspace: r.t.Keyspace, Table: r.t.Name, Name: "partition key token", Type: cqltype.Scalar(cqltype.Bigint)})
+		if err != nil {
+			return err
+		}
+		r.hasToken = true
+		if b.prepare {
+			return nil
+		}
+		if bv.null || bv.unset || len(bv.b) != 8 {
+			return Invalid("Invalid null value for token restriction")
+		}
+		v = int64(int64Of(bv.b))
 	}
-	r.hasToken = true
-	if b.prepare {
-		return nil
-	}
-	if bv.null || bv.unset {
-		return Invalid("Invalid null value for token restriction")
-	}
-	v := int64(int64Of(bv.b))
 	switch rel.Op {
 	case parser.OpEq:
 		r.tokLo, r.tokHi = max(r.tokLo, v), min(r.tokHi, v)
@@ -410,14 +455,20 @@ type clusteringPlan struct {
 func (r *restrictions) clustering() (*clusteringPlan, error) {
 	cks := r.t.ClusteringColumns()
 	p := &clusteringPlan{prefixes: [][]byte{nil}, exact: true}
-	// Multi-column relations.
-	var tuple *tupleRestriction
+	// Multi-column relations: the first one drives the plan, together
+	// with a second slice bounding the other end ((c1, c2) >= (1, 1) AND
+	// (c1, c2) < (2, 0)); any other is only filtered.
+	var tuple, tuple2 *tupleRestriction
 	for _, tr := range r.tuples {
-		if tuple != nil {
+		switch {
+		case tuple == nil:
+			tuple = tr
+		case tuple2 == nil && isSlice(tuple.op) && isSlice(tr.op) && isLower(tuple.op) != isLower(tr.op) &&
+			tr.cols[0].Position == tuple.cols[0].Position:
+			tuple2 = tr
+		default:
 			p.exact = false
-			continue
 		}
-		tuple = tr
 	}
 	i := 0
 	for ; i < len(cks); i++ {
@@ -427,6 +478,11 @@ func (r *restrictions) clustering() (*clusteringPlan, error) {
 		rs := r.byCol[cks[i].Name]
 		if len(rs) != 1 || (rs[0].op != parser.OpEq && rs[0].op != parser.OpIn) || rs[0].mapKey != nil {
 			break
+		}
+		if r.prepare {
+			// Unbound values: only the shape of the plan is needed.
+			p.eqCols = i + 1
+			continue
 		}
 		var next [][]byte
 		for _, pre := range p.prefixes {
@@ -441,29 +497,36 @@ func (r *restrictions) clustering() (*clusteringPlan, error) {
 		p.prefixes = next
 		p.eqCols = i + 1
 	}
-	if tuple != nil && tuple.cols[0].Position == i {
+	tupleUsed := tuple != nil && tuple.cols[0].Position == i
+	if tupleUsed {
 		switch tuple.op {
 		case parser.OpEq, parser.OpIn:
-			var next [][]byte
-			for _, pre := range p.prefixes {
-				for _, tv := range tuple.tuples {
-					k, err := encodeClustering(r.t, append(decodedPrefix(r.t, pre, i), tv...))
-					if err != nil {
-						return nil, err
+			if !r.prepare {
+				var next [][]byte
+				for _, pre := range p.prefixes {
+					for _, tv := range tuple.tuples {
+						k, err := encodeClustering(r.t, append(decodedPrefix(r.t, pre, i), tv...))
+						if err != nil {
+							return nil, err
+						}
+						next = append(next, k)
 					}
-					next = append(next, k)
 				}
+				sort.Slice(next, func(a, b int) bool { return string(next[a]) < string(next[b]) })
+				p.prefixes = dedupeBytes(next)
 			}
-			sort.Slice(next, func(a, b int) bool { return string(next[a]) < string(next[b]) })
-			p.prefixes = dedupeBytes(next)
 			i += len(tuple.cols)
 			p.eqCols = i
 		default:
-			// A multi-column slice compares in clustering order, which is
-			// key order, so it maps exactly onto key bounds.
-			if len(tuple.tuples) == 1 {
-				if err := p.keyBound(r.t, i, tuple.tuples[0], tuple.op); err != nil {
-					return nil, err
+			for _, tr := range []*tupleRestriction{tuple, tuple2} {
+				switch {
+				case tr == nil:
+				case r.prepare:
+					p.placeholderBound(tr.op)
+				case len(tr.tuples) == 1:
+					if err := p.tupleBound(r.t, i, tr.tuples[0], tr.op); err != nil {
+						return nil, err
+					}
 				}
 			}
 			i += len(tuple.cols)
@@ -494,7 +557,8 @@ func (r *restrictions) clustering() (*clusteringPlan, error) {
 		}
 	}
 	for _, tr := range r.tuples {
-		if tr != tuple {
+		if !tupleUsed || (tr != tuple && tr != tuple2) {
+			p.exact = false
 			p.needsFiltering = true
 		}
 	}
@@ -533,6 +597,8 @@ func decodedPrefix(t *schema.Table, pre []byte, n int) [][]byte {
 // a multi-column slice, which must be inclusive (the filter does the rest).
 func (p *clusteringPlan) bound(t *schema.Table, col *schema.Column, op parser.Operator, v []byte, loose bool) error {
 	if v == nil {
+		// Only while preparing: the value is not bound yet.
+		p.placeholderBound(op)
 		return nil
 	}
 	k, err := cqltype.AppendKey(nil, col.Type, v, col.Desc)
@@ -565,11 +631,43 @@ func (p *clusteringPlan) bound(t *schema.Table, col *schema.Column, op parser.Op
 	return nil
 }
 
-// keyBound sets a bound from a multi-column slice on clustering columns
-// starting at position first: the tuple's key encoding, compared in key
-// (clustering) order.
-func (p *clusteringPlan) keyBound(t *schema.Table, first int, vals [][]byte, op parser.Operator) error {
+// placeholderBound records that a slice bound exists without its value,
+// so that PREPARE applies the same rules as execution.
+func (p *clusteringPlan) placeholderBound(op parser.Operator) {
+	if op == parser.OpGt || op == parser.OpGte {
+		if p.start == nil {
+			p.start = &kvpb.Bound{}
+		}
+	} else if p.end == nil {
+		p.end = &kvpb.Bound{}
+	}
+}
+
+func isSlice(op parser.Operator) bool {
+	return op == parser.OpLt || op == parser.OpLte || op == parser.OpGt || op == parser.OpGte
+}
+
+func isLower(op parser.Operator) bool { return op == parser.OpGt || op == parser.OpGte }
+
+// tupleBound narrows the slice with a multi-column slice on clustering
+// columns starting at position first. Tuples compare by value, column by
+// column. When the columns share one clustering direction that order is
+// key order (reversed for DESC), so the tuple's key encoding is an exact
+// bound; with mixed directions only the first column bounds the slice,
+// inclusively, and the row filter does the rest.
+func (p *clusteringPlan) tupleBound(t *schema.Table, first int, vals [][]byte, op parser.Operator) error {
 	cks := t.ClusteringColumns()
+	desc := cks[first].Desc
+	for i := range vals {
+		if cks[first+i].Desc != desc {
+			p.exact = false
+			loose := parser.OpGte
+			if !isLower(op) {
+				loose = parser.OpLte
+			}
+			return p.bound(t, cks[first], loose, vals[0], true)
+		}
+	}
 	var k []byte
 	for i, v := range vals {
 		var err error
@@ -578,7 +676,7 @@ func (p *clusteringPlan) keyBound(t *schema.Table, first int, vals [][]byte, op 
 		}
 	}
 	b := &kvpb.Bound{Key: k, Inclusive: op == parser.OpGte || op == parser.OpLte}
-	if op == parser.OpGt || op == parser.OpGte {
+	if isLower(op) != desc {
 		p.start = b
 	} else {
 		p.end = b
@@ -609,6 +707,22 @@ func (p *clusteringPlan) slices() []*kvpb.Slice {
 	return out
 }
 
+// restricts reports whether a column has a restriction of its own or is
+// part of a multi-column one.
+func (r *restrictions) restricts(name string) bool {
+	if len(r.byCol[name]) > 0 {
+		return true
+	}
+	for _, tr := range r.tuples {
+		for _, c := range tr.cols {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // restrictsPartitionKey reports whether any partition-key column is
 // restricted directly.
 func (r *restrictions) restrictsPartitionKey() bool {
@@ -631,5 +745,3 @@ func (r *restrictions) nonKeyColumns() []string {
 	}
 	return out
 }
-
-var _ = fmt.Sprint

@@ -1,17 +1,14 @@
 package exec
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"sort"
+	"strings"
 
 	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/cqltype"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
-	"github.com/cosmosd/cosmosd/router"
 	"github.com/cosmosd/cosmosd/schema"
-	"github.com/cosmosd/cosmosd/storage"
 )
 
 // DefaultPageSize applies when a client asks for no paging on a query that
@@ -42,6 +39,9 @@ type selectPlan struct {
 	staticRows bool
 	// sortInMemory: IN on the partition key with ORDER BY.
 	sortInMemory bool
+	// orderBy lists the ORDER BY columns; rows sorted in memory compare
+	// on these only (ties keep their read order), as in Cassandra.
+	orderBy      []orderCol
 	linearizable bool
 }
 
@@ -65,10 +65,10 @@ func (e *Executor) analyzeSelect(sess *Session, s *parser.SelectStmt, b *binder,
 	if p.r, err = analyzeWhere(t, s.Where, b); err != nil {
 		return nil, err
 	}
-	if p.limit, err = limitValue(t, s.Limit, b, "[limit]"); err != nil {
+	if p.limit, err = limitValue(t, s.Limit, b, "[limit]", "LIMIT"); err != nil {
 		return nil, err
 	}
-	if p.ppl, err = limitValue(t, s.PerPartitionLimit, b, "[per_partition_limit]"); err != nil {
+	if p.ppl, err = limitValue(t, s.PerPartitionLimit, b, "[per_partition_limit]", "PER PARTITION LIMIT"); err != nil {
 		return nil, err
 	}
 	if vt != nil {
@@ -79,10 +79,16 @@ func (e *Executor) analyzeSelect(sess *Session, s *parser.SelectStmt, b *binder,
 	if err := p.plan(s, b); err != nil {
 		return nil, err
 	}
+	if p.distinct && p.scan {
+		// Cassandra: a key range DISTINCT returns whole partition keys.
+		if missing := p.sel.missingPartitionKey(t); missing != "" {
+			return nil, Invalid("SELECT DISTINCT queries must request all the partition key columns (missing %s)", missing)
+		}
+	}
 	return p, nil
 }
 
-func limitValue(t *schema.Table, term parser.Term, b *binder, name string) (int, error) {
+func limitValue(t *schema.Table, term parser.Term, b *binder, name, clause string) (int, error) {
 	if term == nil {
 		return 0, nil
 	}
@@ -90,12 +96,12 @@ func limitValue(t *schema.Table, term parser.Term, b *binder, name string) (int,
 	if err != nil || b.prepare {
 		return 0, err
 	}
-	if v.null || v.unset {
-		return 0, Invalid("Invalid null value of limit")
+	if v.null || v.unset || len(v.b) != 4 {
+		return 0, Invalid("Invalid null value of %s", strings.ToLower(clause))
 	}
 	n := int32Of(v.b)
 	if n <= 0 {
-		return 0, Invalid("LIMIT must be strictly positive")
+		return 0, Invalid("%s must be strictly positive", clause)
 	}
 	return int(n), nil
 }
@@ -204,6 +210,7 @@ func (p *selectPlan) plan(s *parser.SelectStmt, b *binder) error {
 				return Invalid("Unsupported order by relation")
 			}
 			reverse = rev
+			p.orderBy = append(p.orderBy, orderCol{col: c, desc: o.Desc})
 		}
 		p.reverse = reverse
 		if len(p.keys) > 1 || (b.prepare && hasIn(r, t)) {
@@ -238,21 +245,21 @@ func clusteringRestricted(r *restrictions) bool {
 func skippedClustering(r *restrictions) string {
 	cks := r.t.ClusteringColumns()
 	for i, c := range cks {
-		if len(r.byCol[c.Name]) > 0 {
+		if r.restricts(c.Name) {
 			continue
 		}
 		for _, later := range cks[i+1:] {
-			if len(r.byCol[later.Name]) > 0 {
+			if r.restricts(later.Name) {
 				return "PRIMARY KEY column \"" + later.Name + "\" cannot be restricted as preceding column \"" + c.Name + "\" is not restricted"
 			}
 		}
-		return ""
+		break
 	}
 	for i, c := range cks {
 		for _, cr := range r.byCol[c.Name] {
 			if cr.op != parser.OpEq && cr.op != parser.OpIn {
 				for _, later := range cks[i+1:] {
-					if len(r.byCol[later.Name]) > 0 {
+					if r.restricts(later.Name) {
 						return "Clustering column \"" + later.Name + "\" cannot be restricted (preceding column \"" + c.Name + "\" is restricted by a non-EQ relation)"
 					}
 				}
@@ -348,28 +355,23 @@ func restrictionHolds(cr *colRestriction, r *qrow) bool {
 	return false
 }
 
-// tupleHolds compares clustering values as a tuple in clustering order.
+// tupleHolds compares clustering values as a tuple: by value, column by
+// column, whatever each column's clustering order (Cassandra's semantics
+// since CASSANDRA-7281).
 func tupleHolds(t *schema.Table, tr *tupleRestriction, r *qrow) bool {
 	if r.ck == nil {
 		return false
 	}
-	enc := func(vals [][]byte) []byte {
-		var k []byte
+	compare := func(tv [][]byte) int {
 		for i, c := range tr.cols {
-			var err error
-			if k, err = cqltype.AppendKey(k, c.Type, vals[i], c.Desc); err != nil {
-				return nil
+			if cmp := cqltype.Compare(c.Type, r.ck[c.Position], tv[i]); cmp != 0 {
+				return cmp
 			}
 		}
-		return k
+		return 0
 	}
-	rowVals := make([][]byte, len(tr.cols))
-	for i, c := range tr.cols {
-		rowVals[i] = r.ck[c.Position]
-	}
-	rk := enc(rowVals)
 	for _, tv := range tr.tuples {
-		cmp := bytes.Compare(rk, enc(tv))
+		cmp := compare(tv)
 		switch tr.op {
 		case parser.OpEq, parser.OpIn:
 			if cmp == 0 {
@@ -386,67 +388,6 @@ func tupleHolds(t *schema.Table, tr *tupleRestriction, r *qrow) bool {
 		}
 	}
 	return false
-}
-
-// pagingState is where a paged query resumes. It is opaque to clients.
-type pagingState struct {
-	keyIndex  int    // key mode: index of the key being read
-	from      int64  // scan mode: first token not yet finished
-	resume    []byte // last row key returned (exclusive resume point)
-	partRows  int    // rows returned in resume's partition
-	emitted   int    // rows returned so far (LIMIT)
-	offset    int    // virtual tables: rows already returned
-	staticKey []byte // partition whose static row is pending
-}
-
-func (s *pagingState) encode() []byte {
-	b := []byte{1}
-	b = binary.AppendUvarint(b, uint64(s.keyIndex))
-	b = binary.AppendVarint(b, s.from)
-	b = binary.AppendUvarint(b, uint64(len(s.resume)))
-	b = append(b, s.resume...)
-	b = binary.AppendUvarint(b, uint64(s.partRows))
-	b = binary.AppendUvarint(b, uint64(s.emitted))
-	b = binary.AppendUvarint(b, uint64(s.offset))
-	return b
-}
-
-func decodePagingState(b []byte) (*pagingState, error) {
-	bad := Invalid("Invalid value for the paging state")
-	if len(b) == 0 || b[0] != 1 {
-		return nil, bad
-	}
-	b = b[1:]
-	s := &pagingState{}
-	u := func() uint64 {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			b = nil
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	s.keyIndex = int(u())
-	from, n := binary.Varint(b)
-	if n <= 0 {
-		return nil, bad
-	}
-	b = b[n:]
-	s.from = from
-	l := u()
-	if uint64(len(b)) < l {
-		return nil, bad
-	}
-	s.resume = append([]byte(nil), b[:l]...)
-	b = b[l:]
-	s.partRows = int(u())
-	s.emitted = int(u())
-	s.offset = int(u())
-	if b == nil || s.keyIndex > 1<<24 || s.emitted > 1<<40 {
-		return nil, bad
-	}
-	return s, nil
 }
 
 func (e *Executor) runSelect(ctx context.Context, sess *Session, s *parser.SelectStmt, b *binder, req Request, text string) (*Result, error) {
@@ -473,8 +414,11 @@ func (e *Executor) executeSelect(ctx context.Context, sess *Session, p *selectPl
 	if p.sel.aggregate || p.sortInMemory {
 		if p.sortInMemory && pageSize > 0 && len(p.keys) > 1 {
 			// Cassandra refuses this combination rather than sort a
-			// whole result in memory page by page.
-			if len(req.PagingState) > 0 || countUpTo(p) > pageSize {
+			// whole result in memory page by page; a LIMIT within the
+			// page size makes it one page. Results estimated to fit
+			// one page are sorted and returned whole.
+			onePage := p.limit > 0 && p.limit <= pageSize
+			if len(req.PagingState) > 0 || (!onePage && countUpTo(p) > pageSize) {
 				return nil, Invalid("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query")
 			}
 		}
@@ -513,8 +457,12 @@ func (e *Executor) executeSelect(ctx context.Context, sess *Session, p *selectPl
 					return nil, err
 				}
 			}
+			// Counted as returned, so PER PARTITION LIMIT applies to
+			// what is aggregated (the budget is unbounded here).
+			src.emitted(r)
 		case p.sortInMemory:
 			collected = append(collected, r)
+			src.emitted(r)
 		default:
 			row, err := p.sel.project(r)
 			if err != nil {
@@ -561,312 +509,27 @@ func (e *Executor) executeSelect(ctx context.Context, sess *Session, p *selectPl
 // fits one page: the number of keys times their slices.
 func countUpTo(p *selectPlan) int { return len(p.keys) * max(1, len(p.slices)) * 1000 }
 
-// sortRows orders rows of several partitions by clustering order.
+// orderCol is one column of ORDER BY.
+type orderCol struct {
+	col  *schema.Column
+	desc bool
+}
+
+// sortRows orders rows of several partitions by the ORDER BY columns.
+// The sort is stable, so rows equal on those columns keep the order they
+// were read in (partition by partition), as Cassandra's does.
 func sortRows(p *selectPlan, rows []*qrow) {
-	keyOf := func(r *qrow) []byte {
-		k, _ := encodeClustering(p.t, r.ck)
-		return k
-	}
 	sort.SliceStable(rows, func(i, j int) bool {
-		c := bytes.Compare(keyOf(rows[i]), keyOf(rows[j]))
-		if p.reverse {
-			return c > 0
-		}
-		return c < 0
-	})
-}
-
-// rowSource produces the rows of a plan in order, reading from partitions
-// page by page and maintaining the paging state.
-type rowSource struct {
-	e   *Executor
-	p   *selectPlan
-	ps  *pagingState
-	ctx context.Context
-	req Request
-
-	cur cursor
-	// lastEmitted is the key of the last row returned to the client and
-	// lastEmittedHits the rows returned in its partition.
-	lastEmitted     []byte
-	lastEmittedHits int
-
-	buf      []*kvpb.Row
-	done     bool
-	bytes    int64
-	curPart  []byte // prefix of the partition being read
-	static   *storage.Row
-	partHits int    // rows emitted in curPart
-	lastKey  []byte // key of the last row handed out
-	// pending is a partition that so far has only a static row: it becomes
-	// a row of its own unless a clustering row of it follows.
-	pending *qrow
-	virtual []*qrow
-	vloaded bool
-}
-
-// emitted records that a row was returned to the client.
-func (s *rowSource) emitted(r *qrow) {
-	s.ps.emitted++
-	s.partHits++
-	s.lastEmitted, s.lastEmittedHits = s.lastKey, s.partHits
-}
-
-func (s *rowSource) charge() float64 { return float64(s.bytes) }
-
-// exhausted reports that no row is left.
-func (s *rowSource) exhausted() bool { return s.done && len(s.buf) == 0 && s.pending == nil }
-
-// next returns the next row, or nil when there are no more.
-func (s *rowSource) next(want int) (*qrow, error) {
-	if s.p.vt != nil {
-		return s.nextVirtual()
-	}
-	for {
-		if len(s.buf) > 0 {
-			kv := s.buf[0]
-			prefix := partitionPrefixOf(kv.GetKey())
-			if s.pending != nil && !bytes.Equal(prefix, s.curPart) {
-				return s.takePending(), nil
-			}
-			s.buf = s.buf[1:]
-			if s.p.ppl > 0 && bytes.Equal(prefix, s.curPart) && s.partHits >= s.p.ppl {
+		for _, o := range p.orderBy {
+			c := cqltype.Compare(o.col.Type, rows[i].value(o.col), rows[j].value(o.col))
+			if c == 0 {
 				continue
 			}
-			r, err := s.decode(kv, prefix)
-			if err != nil {
-				return nil, err
+			if o.desc {
+				return c > 0
 			}
-			if r != nil {
-				return r, nil
-			}
-			continue
+			return c < 0
 		}
-		if s.done {
-			if s.pending != nil {
-				return s.takePending(), nil
-			}
-			return nil, nil
-		}
-		if err := s.fetch(want); err != nil {
-			return nil, err
-		}
-	}
-}
-
-func (s *rowSource) takePending() *qrow {
-	r := s.pending
-	s.pending = nil
-	s.lastKey = append([]byte(nil), s.curPart...)
-	return r
-}
-
-// decode turns a stored row into a qrow, tracking partitions and statics;
-// it returns nil for a static row.
-func (s *rowSource) decode(kv *kvpb.Row, prefix []byte) (*qrow, error) {
-	k, err := storage.DecodeRowKey(kv.GetKey())
-	if err != nil {
-		return nil, ServerError("decode row key: %v", err)
-	}
-	if !bytes.Equal(prefix, s.curPart) {
-		s.curPart = append([]byte(nil), prefix...)
-		s.static = nil
-		s.partHits = 0
-		if len(s.ps.resume) > 0 && bytes.Equal(partitionPrefixOf(s.ps.resume), prefix) {
-			s.partHits = s.ps.partRows
-		}
-	}
-	row, err := storage.DecodeRow(kv.GetValue())
-	if err != nil {
-		return nil, ServerError("decode row: %v", err)
-	}
-	pk, err := decodePartitionKey(s.p.t, k.PK)
-	if err != nil {
-		return nil, ServerError("decode partition key: %v", err)
-	}
-	now := s.e.cfg.Now().Unix()
-	hasCK := len(s.p.t.ClusteringColumns()) > 0
-	if hasCK && len(k.CK) == 0 {
-		s.static = &row
-		// A partition resumed after one of its clustering rows already
-		// produced rows: its static row only decorates what follows.
-		resumedInside := len(s.ps.resume) > len(prefix) && bytes.Equal(partitionPrefixOf(s.ps.resume), prefix)
-		if s.p.staticRows && !resumedInside && s.partHits == 0 {
-			s.pending = &qrow{token: k.Token, pk: pk, static: &row, now: now}
-		}
-		return nil, nil
-	}
-	s.pending = nil
-	q := &qrow{token: k.Token, pk: pk, row: &row, static: s.static, now: now}
-	if hasCK {
-		if q.ck, err = decodeClustering(s.p.t, k.CK); err != nil {
-			return nil, ServerError("%v", err)
-		}
-	}
-	s.lastKey = append([]byte(nil), kv.GetKey()...)
-	return q, nil
-}
-
-func partitionPrefixOf(key []byte) []byte {
-	if len(key) < 21 {
-		return key
-	}
-	n := binary.BigEndian.Uint32(key[17:21])
-	if uint64(len(key)-21) < uint64(n) {
-		return key
-	}
-	return key[:21+n]
-}
-
-// cursor is where the next read of a rowSource starts.
-type cursor struct {
-	keyIndex int
-	from     int64
-	key      []byte
-	partRows int
-}
-
-// fetch reads the next chunk from the cluster and advances the cursor.
-func (s *rowSource) fetch(want int) error {
-	p, c := s.p, &s.cur
-	limit := want
-	if limit <= 0 || len(p.filter) > 0 || len(p.tuples) > 0 {
-		limit = internalChunk
-	}
-	ppl := p.ppl
-	if len(p.filter) > 0 || len(p.tuples) > 0 {
-		ppl = 0 // applied after filtering
-	}
-	if p.distinct {
-		ppl = 1
-	}
-	req := &kvpb.ReadRequest{
-		Linearizable: p.linearizable, Slices: p.slices, Reverse: p.reverse, Limit: uint32(limit),
-		PerPartitionLimit: uint32(ppl), Clustering: len(p.t.ClusteringColumns()) > 0, Static: p.t.HasStatic(),
-		NowMicros: s.e.cfg.Now().UnixMicro(), ResumeAfter: c.key, ResumePartitionRows: uint32(c.partRows),
-	}
-	if !p.scan {
-		if c.keyIndex >= len(p.keys) {
-			s.done = true
-			return nil
-		}
-		first := p.keys[c.keyIndex]
-		d := s.e.cfg.Meta.State().Ring(p.t.ID).Lookup(first.token)
-		if d == nil {
-			return ServerError("table %s has no partition for token %d", p.t.QualifiedName(), first.token)
-		}
-		end := c.keyIndex
-		for end < len(p.keys) && p.keys[end].token <= d.GetEnd() {
-			req.Keys = append(req.Keys, &kvpb.PartitionKey{Token: p.keys[end].token, Pk: p.keys[end].key})
-			end++
-		}
-		resp, err := s.e.cfg.Router.Read(s.ctx, router.Target{Table: p.t.ID, Token: first.token}, req)
-		if err != nil {
-			return kvError(err, s.req.Consistency, false)
-		}
-		s.accept(resp)
-		if !resp.GetMore() {
-			c.keyIndex, c.key, c.partRows = end, nil, 0
-			s.done = end >= len(p.keys)
-			return nil
-		}
-		last := resp.GetRows()[len(resp.GetRows())-1].GetKey()
-		c.key, c.partRows = last, int(resp.GetLastPartitionRows())
-		c.keyIndex = s.keyIndexOf(last, c.keyIndex)
-		return nil
-	}
-	if p.lo > p.hi || c.from > p.hi {
-		s.done = true
-		return nil
-	}
-	d := s.e.cfg.Meta.State().Ring(p.t.ID).Lookup(c.from)
-	if d == nil {
-		return ServerError("table %s has no partition for token %d", p.t.QualifiedName(), c.from)
-	}
-	req.Scan, req.ScanStart, req.ScanEnd = true, max(c.from, d.GetStart()), min(p.hi, d.GetEnd())
-	resp, err := s.e.cfg.Router.Read(s.ctx, router.Target{Table: p.t.ID, Token: req.ScanStart}, req)
-	if err != nil {
-		return kvError(err, s.req.Consistency, false)
-	}
-	s.accept(resp)
-	if resp.GetMore() {
-		last := resp.GetRows()[len(resp.GetRows())-1].GetKey()
-		k, err := storage.DecodeRowKey(last)
-		if err != nil {
-			return ServerError("decode row key: %v", err)
-		}
-		c.from, c.key, c.partRows = k.Token, last, int(resp.GetLastPartitionRows())
-		return nil
-	}
-	c.key, c.partRows = nil, 0
-	if req.ScanEnd >= p.hi {
-		s.done = true
-	} else {
-		c.from = req.ScanEnd + 1
-	}
-	return nil
-}
-
-// keyIndexOf finds the index of the key whose partition holds row key k.
-func (s *rowSource) keyIndexOf(k []byte, from int) int {
-	prefix := partitionPrefixOf(k)
-	for i := from; i < len(s.p.keys); i++ {
-		if bytes.Equal(storage.PartitionRowsSpan(s.p.t.ID, s.p.keys[i].token, s.p.keys[i].key).Start, prefix) {
-			return i
-		}
-	}
-	return from
-}
-
-// pagingState returns where the next page starts: right after the last row
-// handed to the client.
-func (s *rowSource) pagingState() *pagingState {
-	ps := *s.ps
-	ps.resume = s.lastEmitted
-	ps.partRows = s.lastEmittedHits
-	if s.p.vt != nil || len(s.lastEmitted) == 0 {
-		return &ps
-	}
-	if s.p.scan {
-		if k, err := storage.DecodeRowKey(s.lastEmitted); err == nil {
-			ps.from = k.Token
-		}
-	} else {
-		ps.keyIndex = s.keyIndexOf(s.lastEmitted, s.ps.keyIndex)
-	}
-	return &ps
-}
-
-// accept takes a response's rows into the buffer.
-func (s *rowSource) accept(resp *kvpb.ReadResponse) {
-	s.buf = append(s.buf, resp.GetRows()...)
-	s.bytes += resp.GetBytesRead()
-}
-
-// nextVirtual serves rows of a virtual table.
-func (s *rowSource) nextVirtual() (*qrow, error) {
-	if !s.vloaded {
-		rows, err := s.p.vt.rows(s.e, s.p)
-		if err != nil {
-			return nil, err
-		}
-		s.virtual = rows
-		if s.ps.offset < len(rows) {
-			s.virtual = rows[s.ps.offset:]
-		} else {
-			s.virtual = nil
-		}
-		s.vloaded = true
-	}
-	if len(s.virtual) == 0 {
-		s.done = true
-		return nil, nil
-	}
-	r := s.virtual[0]
-	s.virtual = s.virtual[1:]
-	s.ps.offset++
-	if len(s.virtual) == 0 {
-		s.done = true
-	}
-	return r, nil
+		return false
+	})
 }

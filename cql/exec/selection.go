@@ -110,8 +110,7 @@ func buildSelection(t *schema.Table, s *parser.SelectStmt, distinct bool) (*sele
 	}
 	sel := &selection{}
 	if s.Star {
-		for i := range t.Columns {
-			c := &t.Columns[i]
+		for _, c := range selectOrder(t) {
 			if distinct && c.Kind != schema.PartitionKey && c.Kind != schema.Static {
 				continue
 			}
@@ -137,6 +136,42 @@ func buildSelection(t *schema.Table, s *parser.SelectStmt, distinct bool) (*sele
 		sel.sels = append(sel.sels, x)
 	}
 	return sel, nil
+}
+
+// missingPartitionKey returns the first partition-key column the
+// selection does not name, or "".
+func (s *selection) missingPartitionKey(t *schema.Table) string {
+	for _, c := range t.PartitionKey() {
+		found := false
+		for _, x := range s.sels {
+			if cs, ok := unalias(x).(*columnSel); ok && cs.c.Name == c.Name {
+				found = true
+			}
+		}
+		if !found {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// selectOrder is the column order of SELECT * (and of the row a failed
+// IF NOT EXISTS returns), as in Cassandra: partition key, clustering
+// columns, then static columns and then regular columns, each by name.
+func selectOrder(t *schema.Table) []*schema.Column {
+	out := make([]*schema.Column, 0, len(t.Columns))
+	for _, pass := range []func(*schema.Column) bool{
+		func(c *schema.Column) bool { return c.IsPrimaryKey() },
+		func(c *schema.Column) bool { return c.Kind == schema.Static },
+		func(c *schema.Column) bool { return !c.IsPrimaryKey() && c.Kind != schema.Static },
+	} {
+		for i := range t.Columns {
+			if pass(&t.Columns[i]) {
+				out = append(out, &t.Columns[i])
+			}
+		}
+	}
+	return out
 }
 
 func unalias(s selector) selector {
@@ -184,7 +219,10 @@ func buildSelector(t *schema.Table, e parser.SelectorExpr, usesStatic *bool) (se
 		for i, a := range args {
 			argNames[i] = a.spec().Name
 		}
-		display := name + "(" + strings.Join(argNames, ", ") + ")"
+		// Result column names follow Cassandra 3.x: native functions are
+		// shown qualified by their keyspace (system.max(v)); writetime
+		// and ttl are not functions there and stay unqualified.
+		display := "system." + name + "(" + strings.Join(argNames, ", ") + ")"
 		one := func() (selector, error) {
 			if len(args) != 1 {
 				return nil, Invalid("Invalid number of arguments in call to function system.%s: 1 required but %d provided", name, len(args))
@@ -223,7 +261,7 @@ func buildSelector(t *schema.Table, e parser.SelectorExpr, usesStatic *bool) (se
 			if name == "ttl" {
 				typ = cqltype.Scalar(cqltype.Int)
 			}
-			return &metaSel{c: cs.c, ttl: name == "ttl", sp: spec(display, typ)}, nil
+			return &metaSel{c: cs.c, ttl: name == "ttl", sp: spec(strings.TrimPrefix(display, "system."), typ)}, nil
 		case "count":
 			a, err := one()
 			if err != nil {
@@ -390,19 +428,22 @@ type aggSel struct {
 	sum *big.Rat
 	flt float64
 	n   int64
+	// scale is the largest scale of the decimals summed: the sum is exact
+	// at it, as Java's BigDecimal.add is.
+	scale int32
 }
 
 func (s *aggSel) spec() ColumnSpec { return s.sp }
 func (s *aggSel) aggregate() bool  { return true }
-func (s *aggSel) reset()           { s.cur, s.sum, s.flt, s.n = nil, nil, 0, 0 }
+func (s *aggSel) reset()           { s.cur, s.sum, s.flt, s.n, s.scale = nil, nil, 0, 0, 0 }
 func (s *aggSel) add(r *qrow) error {
 	s.arg.reset()
 	if err := s.arg.add(r); err != nil {
 		return err
 	}
 	v := s.arg.result()
-	if v == nil {
-		return nil
+	if v == nil || (len(v) == 0 && s.fn != "min" && s.fn != "max") {
+		return nil // an empty numeric value has no number: skipped like null
 	}
 	switch s.fn {
 	case "min":
@@ -431,6 +472,9 @@ func (s *aggSel) add(r *qrow) error {
 			rat, err := numericRat(s.typ, v)
 			if err != nil {
 				return err
+			}
+			if s.typ.Kind == cqltype.Decimal && len(v) >= 4 {
+				s.scale = max(s.scale, int32(binary.BigEndian.Uint32(v)))
 			}
 			if s.sum == nil {
 				s.sum = new(big.Rat)
@@ -504,12 +548,7 @@ func (s *aggSel) result() []byte {
 		}
 		switch s.typ.Kind {
 		case cqltype.Decimal:
-			f, _ := sum.Float64()
-			b, err := cqltype.ParseLiteral(s.typ, cqltype.LitFloat, fmt.Sprintf("%v", f))
-			if err != nil {
-				return nil
-			}
-			return b
+			out = ratToDecimal(sum, decimalScale(sum, s.scale))
 		case cqltype.Varint:
 			out = new(big.Int).Quo(sum.Num(), sum.Denom())
 		default:
@@ -537,6 +576,64 @@ func (s *aggSel) result() []byte {
 	return b
 }
 
+// decimalScale is the scale of a decimal sum or average as Java's
+// BigDecimal gives it: the exact quotient at the terms' scale or more
+// digits when it terminates (BigDecimal.divide), else 34 significant
+// digits (MathContext.DECIMAL128).
+func decimalScale(r *big.Rat, scale int32) int32 {
+	scale = max(scale, 0)
+	d := new(big.Int).Set(r.Denom())
+	for _, p := range []int64{2, 5} {
+		bp := big.NewInt(p)
+		for new(big.Int).Rem(d, bp).Sign() == 0 {
+			d.Quo(d, bp)
+		}
+	}
+	if d.Cmp(big.NewInt(1)) == 0 {
+		// Terminating: the smallest scale >= scale that is exact.
+		for s := scale; s < scale+1100; s++ {
+			pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(s)), nil)
+			if new(big.Int).Rem(new(big.Int).Mul(r.Num(), pow), r.Denom()).Sign() == 0 {
+				return s
+			}
+		}
+		return scale
+	}
+	// 34 significant digits: find the exponent e of the leading digit.
+	abs := new(big.Rat).Abs(r)
+	e := len(new(big.Int).Quo(abs.Num(), abs.Denom()).String()) - 1
+	if abs.Cmp(big.NewRat(1, 1)) < 0 {
+		e = -1
+		ten := big.NewRat(10, 1)
+		for x := new(big.Rat).Mul(abs, ten); x.Cmp(big.NewRat(1, 1)) < 0; x.Mul(x, ten) {
+			e--
+		}
+	}
+	return int32(33 - e)
+}
+
+// ratToDecimal rounds r to a decimal of the given scale, half to even, as
+// Cassandra's decimal sum and avg do (the sum of decimals is exact at the
+// largest scale of its terms; the average keeps that scale).
+func ratToDecimal(r *big.Rat, scale int32) cqltype.DecimalValue {
+	if scale < 0 {
+		scale = 0
+	}
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	num := new(big.Int).Mul(r.Num(), pow)
+	q, m := new(big.Int).QuoRem(num, r.Denom(), new(big.Int))
+	// Round half to even on the remainder.
+	twice := new(big.Int).Mul(new(big.Int).Abs(m), big.NewInt(2))
+	if c := twice.Cmp(r.Denom()); c > 0 || (c == 0 && q.Bit(0) == 1) {
+		if num.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	return cqltype.DecimalValue{Unscaled: q, Scale: scale}
+}
+
 // timeFnSel converts a timeuuid, timestamp or date column.
 type timeFnSel struct {
 	arg selector
@@ -554,8 +651,8 @@ func (s *timeFnSel) add(r *qrow) error {
 		return err
 	}
 	v := s.arg.result()
-	if v == nil {
-		return nil
+	if len(v) == 0 {
+		return nil // null, or an empty value: no time
 	}
 	var ms int64
 	switch s.arg.spec().Type.Kind {

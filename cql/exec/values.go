@@ -208,7 +208,9 @@ func (b *binder) collection(elems []parser.Term, recv ColumnSpec, kind cqltype.K
 		}
 		out = append(out, v.b)
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && (t.IsMultiCell() || b.prepare) {
+		// An empty non-frozen collection is no collection at all; a
+		// frozen one is an empty value (e.g. a clustering key []).
 		return bval{null: true}, nil
 	}
 	if t.Kind == cqltype.Set {
@@ -257,7 +259,7 @@ func (b *binder) mapLit(keys, vals []parser.Term, recv ColumnSpec) (bval, error)
 		}
 		ks, vs = append(ks, k.b), append(vs, v.b)
 	}
-	if len(ks) == 0 {
+	if len(ks) == 0 && (t.IsMultiCell() || b.prepare) {
 		return bval{null: true}, nil
 	}
 	ks, vs = cqltype.NormalizeMap(t, ks, vs)
@@ -363,7 +365,7 @@ func (b *binder) function(f *parser.FuncCall, recv ColumnSpec) (bval, error) {
 			return bval{}, err
 		}
 		v, err := arg(cqltype.Scalar(cqltype.Timestamp))
-		if err != nil || v.null || b.prepare {
+		if err != nil || v.null || v.unset || len(v.b) != 8 || b.prepare {
 			return bval{null: true}, err
 		}
 		ms := int64(binary.BigEndian.Uint64(v.b))
@@ -422,7 +424,8 @@ func (b *binder) timeArg(t parser.Term, recv ColumnSpec, fn string) (int64, bool
 		}
 	}
 	v, err := b.term(t, ColumnSpec{Keyspace: recv.Keyspace, Table: recv.Table, Name: "arg0(" + fn + ")", Type: argType})
-	if err != nil || v.null || b.prepare {
+	if err != nil || v.null || v.unset || len(v.b) == 0 || b.prepare {
+		// Empty values, valid on the wire, have no time either.
 		return 0, true, err
 	}
 	switch argType.Kind {

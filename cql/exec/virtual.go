@@ -22,10 +22,7 @@ type virtualTable struct {
 	rows  func(e *Executor, p *selectPlan) ([]*qrow, error)
 }
 
-var (
-	boolType = cqltype.Scalar(cqltype.Boolean)
-	blobType = cqltype.Scalar(cqltype.Blob)
-)
+var blobType = cqltype.Scalar(cqltype.Blob)
 
 func mustType(s string) cqltype.Type {
 	t, err := cqltype.Parse(s)

@@ -19,9 +19,12 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/daemon"
+	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 )
 
 // Options configures a test cluster.
@@ -150,6 +153,45 @@ func (c *Cluster) StopNode(i int) {
 		c.t.Logf("stop node %d: %v", i, err)
 	}
 	c.Nodes[i] = nil
+}
+
+// AddNode starts one more node and returns its index.
+func (c *Cluster) AddNode() int {
+	c.t.Helper()
+	i := len(c.Nodes)
+	if c.opts.Nodes == 1 {
+		c.t.Fatal("AddNode needs a multi-node cluster (distinct loopback addresses)")
+	}
+	cfg := c.nodeConfig(i)
+	n, err := daemon.Start(context.Background(), cfg)
+	if err != nil {
+		c.t.Fatalf("start node %d: %v", i, err)
+	}
+	c.cfgs = append(c.cfgs, cfg)
+	c.Nodes = append(c.Nodes, n)
+	return i
+}
+
+// Admin returns an admin API client on node i, closed when the test ends.
+func (c *Cluster) Admin(t testing.TB, i int) adminpb.AdminClient {
+	t.Helper()
+	cc, err := grpc.NewClient(c.Nodes[i].AdminAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("admin client: %v", err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return adminpb.NewAdminClient(cc)
+}
+
+// Live returns the first node that runs.
+func (c *Cluster) Live() *daemon.Node {
+	for _, n := range c.Nodes {
+		if n != nil {
+			return n
+		}
+	}
+	c.t.Fatal("no live node")
+	return nil
 }
 
 // KillNode stops node i abruptly, as a crash would.
