@@ -85,10 +85,22 @@ type Config struct {
 	// checks of partition sizes against physical_partition_max_bytes.
 	// Default 10.
 	SizeCheckEvery int `yaml:"size_check_every"`
+	// AutoRebalance lets the controller move replicas by itself to even
+	// out load (after nodes join). Default true; set false to rebalance
+	// only on request (cosmosctl rebalance).
+	AutoRebalance *bool `yaml:"auto_rebalance"`
+	// Knobs are test hooks, never set from configuration files.
+	Knobs *Knobs `yaml:"-"`
 	// RegistrationTTL is the lease of the node's registration in etcd: a
 	// node that stops renewing it (crash, partition from etcd) is seen as
 	// down after it. Default 10s.
 	RegistrationTTL time.Duration `yaml:"registration_ttl"`
+}
+
+// Knobs are hooks for tests that run nodes in process.
+type Knobs struct {
+	// ControllerStepDelay slows every step of the controller's operations.
+	ControllerStepDelay time.Duration
 }
 
 // SetDefaults fills zero fields with their documented defaults.
@@ -142,6 +154,10 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.AutoRebalance == nil {
+		t := true
+		c.AutoRebalance = &t
 	}
 	if c.RegistrationTTL == 0 {
 		c.RegistrationTTL = 10 * time.Second

@@ -211,6 +211,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.ctrl = placement.NewController(placement.ControllerConfig{
 		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, DeadAfter: cfg.DeadAfter,
 		PhysicalPartitionMaxBytes: cfg.PhysicalPartitionMaxBytes, SizeCheckEvery: cfg.SizeCheckEvery,
+		DisableAutoRebalance: !*cfg.AutoRebalance, Knobs: controllerKnobs(cfg.Knobs),
 		Logger: n.logger.With("component", "controller"),
 	})
 	n.bg.Add(1)
@@ -346,6 +347,13 @@ func (n *Node) startHTTP() {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	n.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	n.serveBG("http", func() error { return n.httpSrv.Serve(n.httpLn) })
+}
+
+func controllerKnobs(k *Knobs) *placement.ControllerKnobs {
+	if k == nil {
+		return nil
+	}
+	return &placement.ControllerKnobs{StepDelay: k.ControllerStepDelay}
 }
 
 // Controller returns the node's controller.

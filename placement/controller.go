@@ -53,6 +53,15 @@ type ControllerConfig struct {
 	// MaxLeaderTransfers bounds leadership transfers per round. Default 2.
 	MaxLeaderTransfers int
 	Logger             *slog.Logger
+	// Knobs are test hooks; nil in production.
+	Knobs *ControllerKnobs
+}
+
+// ControllerKnobs are test hooks of the controller.
+type ControllerKnobs struct {
+	// StepDelay pauses before every recorded step of an operation, so a
+	// test can stop the controller in the middle of one.
+	StepDelay time.Duration
 }
 
 func (c *ControllerConfig) setDefaults() {
@@ -502,6 +511,9 @@ func (c *Controller) progress(ctx context.Context, op *Operation, step, state, d
 		// An inline move reports into its parent, scaled into the
 		// parent's remaining progress.
 		return c.progress(ctx, op.reportTo, op.Kind+": "+step, state, detail, op.reportTo.Progress)
+	}
+	if k := c.cfg.Knobs; k != nil && k.StepDelay > 0 {
+		sleepCtx(ctx, k.StepDelay)
 	}
 	op.step(step, state, detail)
 	if frac > op.Progress {

@@ -112,8 +112,11 @@ type writer struct {
 	errs   atomic.Int64
 	lastEr atomic.Value
 	n      atomic.Int64
-	stop   chan struct{}
-	done   chan struct{}
+	// slow counts writes that took over a second.
+	slow     atomic.Int64
+	lastSlow atomic.Value
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 func startWriter(s *gocql.Session, table string) *writer {
@@ -128,7 +131,13 @@ func startWriter(s *gocql.Session, table string) *writer {
 			}
 			key := fmt.Sprintf("k%d", i%50)
 			q := w.s.Query("INSERT INTO "+table+" (k, i, v) VALUES (?, ?, ?)", key, i, "value").Idempotent(true)
-			if err := q.Exec(); err != nil {
+			t0 := time.Now()
+			err := q.Exec()
+			if d := time.Since(t0); d > time.Second {
+				w.slow.Add(1)
+				w.lastSlow.Store(fmt.Sprintf("%s took %s", key, d))
+			}
+			if err != nil {
 				w.errs.Add(1)
 				w.lastEr.Store(err.Error())
 				continue
