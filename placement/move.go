@@ -231,11 +231,18 @@ func (c *Controller) moveLeadership(ctx context.Context, op *Operation, rep *rep
 	if rep.leader != node {
 		return nil
 	}
+	// Only a voter that just answered (and is the most caught up of them)
+	// can take over quickly; a registered node may still be a dead one
+	// whose lease has not expired.
 	var target uint64
 	for _, r := range rep.desc.GetReplicas() {
-		if r.GetNodeId() != node && !r.GetLearner() && c.cfg.Meta.State().Nodes[r.GetNodeId()] != nil {
-			target = r.GetNodeId()
-			break
+		id := r.GetNodeId()
+		applied, answered := rep.applied[id]
+		if id == node || r.GetLearner() || !answered || c.cfg.Meta.State().Nodes[id] == nil {
+			continue
+		}
+		if target == 0 || applied > rep.applied[target] {
+			target = id
 		}
 	}
 	if target == 0 {
@@ -244,7 +251,11 @@ func (c *Controller) moveLeadership(ctx context.Context, op *Operation, rep *rep
 	if err := c.progress(ctx, op, "transfer leadership", StateRunning, fmt.Sprintf("node %d -> node %d", node, target), 0.75); err != nil {
 		return err
 	}
-	if err := c.cfg.Router.TransferLeader(ctx, op.Partition, consensus.NodeID(target)); err != nil {
+	// A transfer normally completes within an election timeout; if the
+	// target cannot take over, try again after observing anew.
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.cfg.Router.TransferLeader(tctx, op.Partition, consensus.NodeID(target)); err != nil {
 		return fmt.Errorf("transfer leadership to node %d: %w", target, err)
 	}
 	return c.progress(ctx, op, "transfer leadership", StateDone, fmt.Sprintf("node %d -> node %d", node, target), 0.78)
