@@ -332,3 +332,44 @@ func logicalPB(t *schema.Table, pk []byte, token, bytes, rows int64, ru float64)
 	}
 	return lp
 }
+
+// SetThroughput implements adminpb.AdminServer.
+func (s *Server) SetThroughput(ctx context.Context, req *adminpb.SetThroughputRequest) (*adminpb.SetThroughputResponse, error) {
+	if req.GetRuPerSec() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "throughput %d must not be negative", req.GetRuPerSec())
+	}
+	if s.cfg.Catalog == nil {
+		return nil, status.Error(codes.Unimplemented, "this node cannot change the catalog")
+	}
+	st := s.cfg.Meta.State()
+	resp := &adminpb.SetThroughputResponse{RuPerSec: req.GetRuPerSec()}
+	switch {
+	case req.GetTable() != "" && req.GetKeyspace() != "":
+		return nil, status.Error(codes.InvalidArgument, "give a table or a keyspace, not both")
+	case req.GetKeyspace() != "":
+		err := s.cfg.Catalog.AlterKeyspace(ctx, req.GetKeyspace(), func(ks *schema.Keyspace) error {
+			ks.Throughput = req.GetRuPerSec()
+			return nil
+		})
+		if err != nil {
+			return nil, status.Errorf(codes.NotFound, "%v", err)
+		}
+		return resp, nil
+	}
+	t, err := findTable(st, req.GetTable())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.cfg.Catalog.AlterTable(ctx, t.Keyspace, t.Name, func(t *schema.Table) error {
+		t.Options.Throughput = req.GetRuPerSec()
+		return nil
+	}); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "%v", err)
+	}
+	resp.Partitions = uint32(len(st.Ring(t.ID).Partitions()))
+	resp.PartitionsNeeded = resp.Partitions
+	if maxRU := s.cfg.PhysicalPartitionMaxRU; maxRU > 0 && req.GetRuPerSec() > 0 {
+		resp.PartitionsNeeded = uint32(max(int64(resp.Partitions), (req.GetRuPerSec()+maxRU-1)/maxRU))
+	}
+	return resp, nil
+}

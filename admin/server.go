@@ -28,6 +28,10 @@ type Config struct {
 	Router *router.Router
 	// DeadAfter classifies unregistered nodes as suspect or dead.
 	DeadAfter time.Duration
+	// Catalog changes table options (throughput).
+	Catalog *cluster.Catalog
+	// PhysicalPartitionMaxRU is the most RU/s one partition may be given.
+	PhysicalPartitionMaxRU int64
 	// NodeTimeout bounds the wait for one node's answer. Default 3s.
 	NodeTimeout time.Duration
 	Logger      *slog.Logger
@@ -167,6 +171,7 @@ func (s *Server) partition(st *cluster.State, t *schema.Table, d *kvpb.Descripto
 				r.Reachable, r.Applied = true, x.GetApplied()
 				if x.GetLeader() {
 					p.LeaderNode = rd.GetNodeId()
+					p.RuPerSec, p.Throttled, p.Hot = x.GetRuPerSec(), x.GetThrottled(), x.GetHot()
 				}
 				if x.GetDesc().GetGeneration() > p.Generation {
 					p.Generation = x.GetDesc().GetGeneration()

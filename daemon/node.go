@@ -171,7 +171,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.cons, err = n.newConsensus(); err != nil {
 		return nil, err
 	}
-	n.parts = partition.NewStore(partition.StoreConfig{NodeID: consensus.NodeID(n.id), Storage: n.store, Consensus: n.cons, Logger: n.logger})
+	n.parts = partition.NewStore(partition.StoreConfig{NodeID: consensus.NodeID(n.id), Storage: n.store, Consensus: n.cons,
+		Throughput: n.throughput, Logger: n.logger})
 	if err := n.parts.Recover(ctx); err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.exec = exec.New(exec.Config{
 		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router,
 		Placer:        &placer{meta: n.meta, catalog: n.catalog, rf: cfg.ReplicationFactor, self: n.id},
-		Local:         exec.LocalNode{HostID: exec.HostID(n.id), Datacenter: cfg.Labels["dc"], Rack: cfg.Labels["rack"]},
+		Local:         exec.LocalNode{HostID: exec.HostID(n.id), Datacenter: labelOr(cfg.Labels, "dc", "datacenter1"), Rack: labelOr(cfg.Labels, "rack", "rack1")},
 		MaxValueBytes: cfg.MaxValueBytes, LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
 		PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger,
 	})
@@ -211,6 +212,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.ctrl = placement.NewController(placement.ControllerConfig{
 		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, DeadAfter: cfg.DeadAfter,
 		PhysicalPartitionMaxBytes: cfg.PhysicalPartitionMaxBytes, SizeCheckEvery: cfg.SizeCheckEvery,
+		PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU,
 		DisableAutoRebalance: !*cfg.AutoRebalance, Knobs: controllerKnobs(cfg.Knobs),
 		Logger: n.logger.With("component", "controller"),
 	})
@@ -221,7 +223,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}()
 
 	n.adminSrv = grpc.NewServer()
-	adminpb.RegisterAdminServer(n.adminSrv, admin.NewServer(admin.Config{Meta: n.meta, Router: n.router, DeadAfter: cfg.DeadAfter, Logger: n.logger}))
+	adminpb.RegisterAdminServer(n.adminSrv, admin.NewServer(admin.Config{Meta: n.meta, Router: n.router, Catalog: n.catalog,
+		DeadAfter: cfg.DeadAfter, PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger}))
 	n.serveBG("admin grpc", func() error { return n.adminSrv.Serve(n.adminLn) })
 
 	if n.httpLn != nil {
@@ -240,6 +243,44 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.ready.Store(true)
 	n.logger.Info("node started", "cql", info.CQLAddr, "peer", info.PeerAddr, "admin", info.AdminAddr, "consensus", cfg.Consensus)
 	return n, nil
+}
+
+// labelOr returns a node label, or def when it is unset. system.local and
+// system.peers need a data center and a rack: drivers (gocql, the DataStax
+// drivers) ignore peers whose data_center or rack is empty, so a cluster
+// labelled only with zone and rack would be invisible to them beyond the
+// contact points. The defaults are Cassandra's SimpleSnitch names.
+func labelOr(labels map[string]string, key, def string) string {
+	if v := labels[key]; v != "" {
+		return v
+	}
+	return def
+}
+
+// throughput reports a table's provisioned RU/s and how many physical
+// partitions share it: the table's own throughput over its partitions, or
+// its keyspace's shared throughput over the partitions of every table in
+// the keyspace without throughput of its own.
+func (n *Node) throughput(table uint64) (float64, int) {
+	st := n.meta.State()
+	t := st.Schema.ByID[table]
+	if t == nil {
+		return 0, 0
+	}
+	if t.Options.Throughput > 0 {
+		return float64(t.Options.Throughput), len(st.Ring(table).Partitions())
+	}
+	ks := st.Schema.Keyspaces[t.Keyspace]
+	if ks == nil || ks.Throughput <= 0 {
+		return 0, 0
+	}
+	parts := 0
+	for _, other := range st.Schema.Tables[t.Keyspace] {
+		if other.Options.Throughput == 0 {
+			parts += len(st.Ring(other.ID).Partitions())
+		}
+	}
+	return float64(ks.Throughput), parts
 }
 
 // advertised returns the host:port others reach a listener at.

@@ -137,5 +137,10 @@ func (r *Replica) Detail(top int) (*kvpb.PartitionDetailResponse, error) {
 		return nil, err
 	}
 	st.Bytes, st.Rows, st.LogicalPartitions = det.Totals.Bytes, det.Totals.Rows, det.Totals.LogicalPartitions
-	return &kvpb.PartitionDetailResponse{Status: st, TopBySize: det.TopBySize, HasSplitToken: det.HasSplit, SplitToken: det.SplitToken}, nil
+	resp := &kvpb.PartitionDetailResponse{Status: st, TopBySize: det.TopBySize, HasSplitToken: det.HasSplit, SplitToken: det.SplitToken,
+		TopByRu: r.throttle.topKeys(max(top, 3))}
+	if tok, ok := r.throttle.loadSplit(); ok && tok > st.GetDesc().GetStart() && tok <= st.GetDesc().GetEnd() {
+		resp.HasLoadSplitToken, resp.LoadSplitToken = true, tok
+	}
+	return resp, nil
 }

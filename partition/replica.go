@@ -4,20 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cosmosd/cosmosd/consensus"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/ru"
 	"github.com/cosmosd/cosmosd/storage"
 )
 
 // Replica is this node's copy of one physical partition: its state machine
 // and its handle on the partition's consensus group. Safe for concurrent use.
 type Replica struct {
-	sm     *StateMachine
-	group  consensus.Group
-	engine *storage.Engine
+	sm       *StateMachine
+	group    consensus.Group
+	engine   *storage.Engine
+	throttle *throttle
+	// throughput reports the table's provisioned RU/s and its partition
+	// count; nil means unlimited.
+	throughput ThroughputFunc
+}
+
+// share is the RU/s this partition may serve (0 = unlimited).
+func (r *Replica) share() float64 {
+	if r.throughput == nil {
+		return 0
+	}
+	rus, parts := r.throughput(r.Descriptor().GetTableId())
+	if rus <= 0 || parts <= 0 {
+		return 0
+	}
+	return rus / float64(parts)
 }
 
 // ID returns the partition id.
@@ -29,8 +47,22 @@ func (r *Replica) Descriptor() *kvpb.Descriptor { return r.sm.Descriptor() }
 // Group returns the consensus group.
 func (r *Replica) Group() consensus.Group { return r.group }
 
-// Write proposes a write and returns its outcome once applied here.
+// Write proposes a write and returns its outcome once applied here. A
+// write over the partition's throughput share is refused before it is
+// proposed (OVERLOADED with a retry hint): it has no effect at all.
 func (r *Replica) Write(ctx context.Context, req *kvpb.WriteRequest) (*kvpb.WriteResponse, error) {
+	var cost float64
+	if !req.GetTruncate() {
+		var size int64
+		for _, m := range req.GetMutations() {
+			size += int64(proto.Size(m))
+		}
+		cost = ru.Write(size, len(req.GetConditions()) > 0)
+		now := time.Now()
+		if wait, ok := r.throttle.admit(now, r.share(), cost); !ok {
+			return nil, overloaded(r.ID(), r.share(), wait)
+		}
+	}
 	cmd, err := proto.Marshal(&kvpb.Command{Cmd: &kvpb.Command_Write{Write: req}})
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: encode write: %w", r.ID(), err)
@@ -42,6 +74,16 @@ func (r *Replica) Write(ctx context.Context, req *kvpb.WriteRequest) (*kvpb.Writ
 	resp, ok := v.(*kvpb.WriteResponse)
 	if !ok {
 		return nil, fmt.Errorf("partition %d: write returned %T", r.ID(), v)
+	}
+	resp.RequestUnits = cost
+	if muts := req.GetMutations(); len(muts) > 0 {
+		// Admission took the whole cost from the bucket; charging only
+		// feeds the meters, spread over the logical partitions written.
+		per := cost / float64(len(muts))
+		now := time.Now()
+		for _, m := range muts {
+			r.throttle.charge(now, per, per, m.GetToken(), m.GetPk())
+		}
 	}
 	return resp, nil
 }
@@ -63,14 +105,30 @@ func (r *Replica) Propose(ctx context.Context, cmd *kvpb.Command) (any, error) {
 // Read serves a read from this replica; linearizable reads first wait for a
 // read index.
 func (r *Replica) Read(ctx context.Context, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
-	if req.GetLinearizable() {
+	lin := req.GetLinearizable()
+	admitted := ru.Read(0, 1, lin)
+	if wait, ok := r.throttle.admit(time.Now(), r.share(), admitted); !ok {
+		return nil, overloaded(r.ID(), r.share(), wait)
+	}
+	if lin {
 		if err := r.group.ReadIndex(ctx); err != nil {
 			return nil, r.translate(ctx, err)
 		}
 	}
 	snap := r.engine.NewSnapshot()
 	defer snap.Close()
-	return Read(snap, r.sm.Descriptor(), req)
+	resp, err := Read(snap, r.sm.Descriptor(), req)
+	if err != nil {
+		return nil, err
+	}
+	resp.RequestUnits = ru.Read(resp.GetBytesRead(), resp.GetRowsScanned(), lin)
+	var token int64
+	var pk []byte
+	if keys := req.GetKeys(); len(keys) == 1 {
+		token, pk = keys[0].GetToken(), keys[0].GetPk()
+	}
+	r.throttle.charge(time.Now(), admitted, resp.RequestUnits, token, pk)
+	return resp, nil
 }
 
 // translate maps consensus failures to the partition error codes the router

@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"time"
+
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/storage"
 )
@@ -47,6 +49,13 @@ func (r *Replica) Status(stats bool) (*kvpb.ReplicaStatus, error) {
 		Applied:    st.Applied,
 		Commit:     st.Commit,
 	}
+	now := time.Now()
+	rps, share, refusedW, refused := r.throttle.stats(now)
+	out.RuPerSec, out.RuShare, out.Throttled = rps, share, refused
+	if s := r.share(); s > 0 {
+		out.RuShare = s
+	}
+	out.Hot = refusedW > 0 && share > 0 && rps >= 0.9*share
 	if stats {
 		snap := r.engine.NewSnapshot()
 		defer snap.Close()

@@ -18,7 +18,9 @@ type StoreConfig struct {
 	NodeID    consensus.NodeID
 	Storage   *storage.Engine
 	Consensus consensus.Engine
-	Logger    *slog.Logger
+	// Throughput reports provisioned throughput per table; nil = unlimited.
+	Throughput ThroughputFunc
+	Logger     *slog.Logger
 }
 
 // Store is the set of partition replicas on this node. Safe for concurrent
@@ -134,7 +136,7 @@ func (s *Store) startGroup(ctx context.Context, sm *StateMachine, self consensus
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: start group: %w", sm.id, err)
 	}
-	r := &Replica{sm: sm, group: g, engine: s.cfg.Storage}
+	r := &Replica{sm: sm, group: g, engine: s.cfg.Storage, throttle: newThrottle(), throughput: s.cfg.Throughput}
 	s.mu.replicas[sm.id] = r
 	s.cfg.Logger.Info("started replica", "partition", sm.id, "replica", uint64(self), "table", sm.Descriptor().GetTableId())
 	return r, nil

@@ -41,6 +41,10 @@ type ControllerConfig struct {
 	// PhysicalPartitionMaxBytes splits partitions that grow past it.
 	// Default 50 GB.
 	PhysicalPartitionMaxBytes int64
+	// PhysicalPartitionMaxRU is the most provisioned RU/s one partition
+	// may serve: a table provisioned above it times its partition count
+	// gets split. Default 10000.
+	PhysicalPartitionMaxRU int64
 	// SizeCheckEvery is how many rounds pass between size checks (which
 	// scan every partition's stats). Default 10.
 	SizeCheckEvery int
@@ -82,6 +86,9 @@ func (c *ControllerConfig) setDefaults() {
 	}
 	if c.PhysicalPartitionMaxBytes == 0 {
 		c.PhysicalPartitionMaxBytes = 50_000_000_000
+	}
+	if c.PhysicalPartitionMaxRU == 0 {
+		c.PhysicalPartitionMaxRU = 10_000
 	}
 	if c.SizeCheckEvery == 0 {
 		c.SizeCheckEvery = 10
@@ -303,6 +310,38 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 			log.Info("planned split", "op", op.ID, "partition", id, "bytes", r.bytes)
 		}
 	}
+	// Throughput splits: a table needs ceil(RU/s / max per partition)
+	// partitions.
+	for id, t := range st.Schema.ByID {
+		if t.Options.Throughput <= 0 {
+			continue
+		}
+		parts := st.Ring(id).Partitions()
+		need := int((t.Options.Throughput + c.cfg.PhysicalPartitionMaxRU - 1) / c.cfg.PhysicalPartitionMaxRU)
+		splitting := 0
+		for _, op := range ops {
+			if op.Active() && op.Kind == KindSplit && op.Table == id {
+				splitting++
+			}
+		}
+		for i := 0; i < len(parts) && len(parts)+splitting < need; i++ {
+			p := widest(parts, busy)
+			if p == nil {
+				break
+			}
+			op := &Operation{Kind: KindSplit, SplitBy: "throughput", State: StatePending, Table: id, Partition: p.GetId(),
+				Reason: fmt.Sprintf("%s is provisioned %d RU/s, over %d RU/s per partition for %d partitions", t.QualifiedName(), t.Options.Throughput, c.cfg.PhysicalPartitionMaxRU, len(parts))}
+			if err := c.submit(ctx, op); err != nil {
+				log.Warn("submit throughput split", "err", err)
+				break
+			}
+			busy[p.GetId()] = true
+			splitting++
+			ops = append(ops, op)
+			active++
+			log.Info("planned throughput split", "op", op.ID, "partition", p.GetId(), "table", t.QualifiedName())
+		}
+	}
 	// Automatic rebalancing, only when the cluster is calm: every member
 	// up, nothing else in flight.
 	if active == 0 && !c.cfg.DisableAutoRebalance && c.stable(st, now) {
@@ -311,6 +350,22 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 	// Leadership stays even across nodes.
 	c.balanceLeaders(ctx, st, reports, busy)
 	c.schedule(ctx, wg, ops)
+}
+
+// widest returns the partition with the widest token range that is not busy.
+func widest(parts []*kvpb.Descriptor, busy map[uint64]bool) *kvpb.Descriptor {
+	var best *kvpb.Descriptor
+	var bestW uint64
+	for _, p := range parts {
+		if busy[p.GetId()] || p.GetEnd() == p.GetStart() {
+			continue
+		}
+		w := uint64(p.GetEnd() - p.GetStart())
+		if best == nil || w > bestW {
+			best, bestW = p, w
+		}
+	}
+	return best
 }
 
 // view is the planning view of the cluster.

@@ -334,12 +334,23 @@ func (c *Controller) runSplit(ctx context.Context, op *Operation) error {
 		if err != nil {
 			return fmt.Errorf("find split point: %w", err)
 		}
-		if !det.GetHasSplitToken() {
+		d := det.GetStatus().GetDesc()
+		var tok int64
+		var why string
+		switch {
+		case det.GetHasLoadSplitToken() && (det.GetStatus().GetHot() || op.SplitBy == "throughput"):
+			tok, why = det.GetLoadSplitToken(), "halves the request load of a hot partition"
+		case det.GetHasSplitToken():
+			tok, why = det.GetSplitToken(), fmt.Sprintf("halves %d stored bytes", det.GetStatus().GetBytes())
+		case op.SplitBy == "throughput" && d.GetEnd() > d.GetStart():
+			// Nothing to halve by bytes (empty, or one logical partition):
+			// halve the token range, which never cuts a logical partition.
+			tok, why = d.GetStart()+int64((uint64(d.GetEnd())-uint64(d.GetStart()))/2)+1, "halves the token range"
+		default:
 			return fmt.Errorf("partition %d cannot be split: it holds a single logical partition (%d bytes), and a logical partition is never split", op.Partition, det.GetStatus().GetBytes())
 		}
-		tok := det.GetSplitToken()
 		op.SplitToken = &tok
-		if err := c.progress(ctx, op, "split point", StateDone, fmt.Sprintf("token %d halves %d bytes", tok, det.GetStatus().GetBytes()), 0.05); err != nil {
+		if err := c.progress(ctx, op, "split point", StateDone, fmt.Sprintf("token %d %s", tok, why), 0.05); err != nil {
 			return err
 		}
 	}

@@ -58,7 +58,11 @@ type Operation struct {
 	From      uint64 `json:"from,omitempty"`
 	To        uint64 `json:"to,omitempty"`
 	ReplicaID uint64 `json:"replica_id,omitempty"`
-	// Split.
+	// Split. SplitBy says how to choose the token when none is given:
+	// "bytes" (default: halve stored bytes; refused for a single logical
+	// partition) or "throughput" (halve the load if known, else the bytes,
+	// else the token range).
+	SplitBy    string `json:"split_by,omitempty"`
 	SplitToken *int64 `json:"split_token,omitempty"`
 	RightID    uint64 `json:"right_id,omitempty"`
 	// MoveKey: the token to isolate and the nodes that should hold it.

@@ -87,7 +87,11 @@ func (e *Executor) applyConditional(ctx context.Context, plans []*modPlan, conds
 		}
 		return nil, ce
 	}
-	return e.casResult(t, condPlan, conds[0], resp)
+	res, err := e.casResult(t, condPlan, conds[0], resp)
+	if res != nil {
+		res.Charge = resp.GetRequestUnits()
+	}
+	return res, err
 }
 
 // casResult builds the [applied] row drivers look for.

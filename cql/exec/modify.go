@@ -680,15 +680,18 @@ func (e *Executor) applyPlans(ctx context.Context, plans []*modPlan, req Request
 			g.req.Mutations = append(g.req.Mutations, m)
 		}
 	}
+	var charge float64
 	for _, g := range groups {
 		// Route by token so a split between planning and sending is
 		// retried against the new ring.
 		target := router.Target{Table: g.table, Token: g.req.Mutations[0].GetToken()}
-		if _, err := e.cfg.Router.Write(ctx, target, g.req); err != nil {
+		resp, err := e.cfg.Router.Write(ctx, target, g.req)
+		if err != nil {
 			return nil, e.writeError(err, g.t, g.req, req.Consistency, batch)
 		}
+		charge += resp.GetRequestUnits()
 	}
-	return voidResult, nil
+	return &Result{Kind: ResultVoid, Charge: charge}, nil
 }
 
 // writeError maps a write failure, naming the logical partition when its

@@ -89,7 +89,8 @@ type rowSource struct {
 	buf      []*kvpb.Row
 	done     bool
 	bytes    int64
-	curPart  []byte // prefix of the partition being read
+	ru       float64 // request units charged by the replicas
+	curPart  []byte  // prefix of the partition being read
 	static   *storage.Row
 	partHits int    // rows emitted in curPart
 	lastKey  []byte // key of the last row handed out
@@ -107,7 +108,7 @@ func (s *rowSource) emitted(r *qrow) {
 	s.lastEmitted, s.lastEmittedHits = s.lastKey, s.partHits
 }
 
-func (s *rowSource) charge() float64 { return float64(s.bytes) }
+func (s *rowSource) charge() float64 { return s.ru }
 
 // exhausted reports that no row is left.
 func (s *rowSource) exhausted() bool { return s.done && len(s.buf) == 0 && s.pending == nil }
@@ -339,6 +340,7 @@ func (s *rowSource) pagingState() *pagingState {
 func (s *rowSource) accept(resp *kvpb.ReadResponse) {
 	s.buf = append(s.buf, resp.GetRows()...)
 	s.bytes += resp.GetBytesRead()
+	s.ru += resp.GetRequestUnits()
 }
 
 // nextVirtual serves rows of a virtual table.

@@ -26,6 +26,128 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SetThroughputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// table is "keyspace.table"; keyspace sets shared keyspace throughput.
+	Table         string `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Keyspace      string `protobuf:"bytes,2,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	RuPerSec      int64  `protobuf:"varint,3,opt,name=ru_per_sec,json=ruPerSec,proto3" json:"ru_per_sec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetThroughputRequest) Reset() {
+	*x = SetThroughputRequest{}
+	mi := &file_admin_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetThroughputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetThroughputRequest) ProtoMessage() {}
+
+func (x *SetThroughputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetThroughputRequest.ProtoReflect.Descriptor instead.
+func (*SetThroughputRequest) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SetThroughputRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *SetThroughputRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *SetThroughputRequest) GetRuPerSec() int64 {
+	if x != nil {
+		return x.RuPerSec
+	}
+	return 0
+}
+
+type SetThroughputResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	RuPerSec int64                  `protobuf:"varint,1,opt,name=ru_per_sec,json=ruPerSec,proto3" json:"ru_per_sec,omitempty"`
+	// partitions now, and how many the throughput needs.
+	Partitions       uint32 `protobuf:"varint,2,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	PartitionsNeeded uint32 `protobuf:"varint,3,opt,name=partitions_needed,json=partitionsNeeded,proto3" json:"partitions_needed,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SetThroughputResponse) Reset() {
+	*x = SetThroughputResponse{}
+	mi := &file_admin_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetThroughputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetThroughputResponse) ProtoMessage() {}
+
+func (x *SetThroughputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetThroughputResponse.ProtoReflect.Descriptor instead.
+func (*SetThroughputResponse) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetThroughputResponse) GetRuPerSec() int64 {
+	if x != nil {
+		return x.RuPerSec
+	}
+	return 0
+}
+
+func (x *SetThroughputResponse) GetPartitions() uint32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
+}
+
+func (x *SetThroughputResponse) GetPartitionsNeeded() uint32 {
+	if x != nil {
+		return x.PartitionsNeeded
+	}
+	return 0
+}
+
 type ShowPartitionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -37,7 +159,7 @@ type ShowPartitionRequest struct {
 
 func (x *ShowPartitionRequest) Reset() {
 	*x = ShowPartitionRequest{}
-	mi := &file_admin_admin_proto_msgTypes[0]
+	mi := &file_admin_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +171,7 @@ func (x *ShowPartitionRequest) String() string {
 func (*ShowPartitionRequest) ProtoMessage() {}
 
 func (x *ShowPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[0]
+	mi := &file_admin_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +184,7 @@ func (x *ShowPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowPartitionRequest.ProtoReflect.Descriptor instead.
 func (*ShowPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ShowPartitionRequest) GetId() uint64 {
@@ -93,7 +215,7 @@ type LogicalPartition struct {
 
 func (x *LogicalPartition) Reset() {
 	*x = LogicalPartition{}
-	mi := &file_admin_admin_proto_msgTypes[1]
+	mi := &file_admin_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -105,7 +227,7 @@ func (x *LogicalPartition) String() string {
 func (*LogicalPartition) ProtoMessage() {}
 
 func (x *LogicalPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[1]
+	mi := &file_admin_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -118,7 +240,7 @@ func (x *LogicalPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogicalPartition.ProtoReflect.Descriptor instead.
 func (*LogicalPartition) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LogicalPartition) GetKey() []string {
@@ -167,7 +289,7 @@ type PartitionDetail struct {
 
 func (x *PartitionDetail) Reset() {
 	*x = PartitionDetail{}
-	mi := &file_admin_admin_proto_msgTypes[2]
+	mi := &file_admin_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -179,7 +301,7 @@ func (x *PartitionDetail) String() string {
 func (*PartitionDetail) ProtoMessage() {}
 
 func (x *PartitionDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[2]
+	mi := &file_admin_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -192,7 +314,7 @@ func (x *PartitionDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDetail.ProtoReflect.Descriptor instead.
 func (*PartitionDetail) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PartitionDetail) GetPartition() *Partition {
@@ -228,7 +350,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_admin_admin_proto_msgTypes[3]
+	mi := &file_admin_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +362,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[3]
+	mi := &file_admin_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +375,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Step) GetName() string {
@@ -313,7 +435,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_admin_admin_proto_msgTypes[4]
+	mi := &file_admin_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -325,7 +447,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[4]
+	mi := &file_admin_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -338,7 +460,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Operation) GetId() uint64 {
@@ -488,7 +610,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_admin_admin_proto_msgTypes[5]
+	mi := &file_admin_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +622,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[5]
+	mi := &file_admin_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +635,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SplitRequest) GetPartition() uint64 {
@@ -556,7 +678,7 @@ type MoveRequest struct {
 
 func (x *MoveRequest) Reset() {
 	*x = MoveRequest{}
-	mi := &file_admin_admin_proto_msgTypes[6]
+	mi := &file_admin_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +690,7 @@ func (x *MoveRequest) String() string {
 func (*MoveRequest) ProtoMessage() {}
 
 func (x *MoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[6]
+	mi := &file_admin_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +703,7 @@ func (x *MoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveRequest.ProtoReflect.Descriptor instead.
 func (*MoveRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MoveRequest) GetPartition() uint64 {
@@ -617,7 +739,7 @@ type MoveKeyRequest struct {
 
 func (x *MoveKeyRequest) Reset() {
 	*x = MoveKeyRequest{}
-	mi := &file_admin_admin_proto_msgTypes[7]
+	mi := &file_admin_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +751,7 @@ func (x *MoveKeyRequest) String() string {
 func (*MoveKeyRequest) ProtoMessage() {}
 
 func (x *MoveKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[7]
+	mi := &file_admin_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +764,7 @@ func (x *MoveKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveKeyRequest.ProtoReflect.Descriptor instead.
 func (*MoveKeyRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MoveKeyRequest) GetTable() string {
@@ -675,7 +797,7 @@ type RebalanceRequest struct {
 
 func (x *RebalanceRequest) Reset() {
 	*x = RebalanceRequest{}
-	mi := &file_admin_admin_proto_msgTypes[8]
+	mi := &file_admin_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +809,7 @@ func (x *RebalanceRequest) String() string {
 func (*RebalanceRequest) ProtoMessage() {}
 
 func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[8]
+	mi := &file_admin_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +822,7 @@ func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RebalanceRequest) GetDryRun() bool {
@@ -725,7 +847,7 @@ type PlannedMove struct {
 
 func (x *PlannedMove) Reset() {
 	*x = PlannedMove{}
-	mi := &file_admin_admin_proto_msgTypes[9]
+	mi := &file_admin_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +859,7 @@ func (x *PlannedMove) String() string {
 func (*PlannedMove) ProtoMessage() {}
 
 func (x *PlannedMove) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[9]
+	mi := &file_admin_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +872,7 @@ func (x *PlannedMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
 func (*PlannedMove) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlannedMove) GetPartition() uint64 {
@@ -813,7 +935,7 @@ type RebalanceResponse struct {
 
 func (x *RebalanceResponse) Reset() {
 	*x = RebalanceResponse{}
-	mi := &file_admin_admin_proto_msgTypes[10]
+	mi := &file_admin_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +947,7 @@ func (x *RebalanceResponse) String() string {
 func (*RebalanceResponse) ProtoMessage() {}
 
 func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[10]
+	mi := &file_admin_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +960,7 @@ func (x *RebalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RebalanceResponse) GetPlan() []*PlannedMove {
@@ -865,7 +987,7 @@ type NodeRequest struct {
 
 func (x *NodeRequest) Reset() {
 	*x = NodeRequest{}
-	mi := &file_admin_admin_proto_msgTypes[11]
+	mi := &file_admin_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +999,7 @@ func (x *NodeRequest) String() string {
 func (*NodeRequest) ProtoMessage() {}
 
 func (x *NodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[11]
+	mi := &file_admin_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1012,7 @@ func (x *NodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRequest.ProtoReflect.Descriptor instead.
 func (*NodeRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NodeRequest) GetNode() string {
@@ -911,7 +1033,7 @@ type ListOperationsRequest struct {
 
 func (x *ListOperationsRequest) Reset() {
 	*x = ListOperationsRequest{}
-	mi := &file_admin_admin_proto_msgTypes[12]
+	mi := &file_admin_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1045,7 @@ func (x *ListOperationsRequest) String() string {
 func (*ListOperationsRequest) ProtoMessage() {}
 
 func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[12]
+	mi := &file_admin_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1058,7 @@ func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsRequest.ProtoReflect.Descriptor instead.
 func (*ListOperationsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListOperationsRequest) GetActive() bool {
@@ -962,7 +1084,7 @@ type ListOperationsResponse struct {
 
 func (x *ListOperationsResponse) Reset() {
 	*x = ListOperationsResponse{}
-	mi := &file_admin_admin_proto_msgTypes[13]
+	mi := &file_admin_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1096,7 @@ func (x *ListOperationsResponse) String() string {
 func (*ListOperationsResponse) ProtoMessage() {}
 
 func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[13]
+	mi := &file_admin_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1109,7 @@ func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsResponse.ProtoReflect.Descriptor instead.
 func (*ListOperationsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListOperationsResponse) GetOperations() []*Operation {
@@ -1006,7 +1128,7 @@ type GetOperationRequest struct {
 
 func (x *GetOperationRequest) Reset() {
 	*x = GetOperationRequest{}
-	mi := &file_admin_admin_proto_msgTypes[14]
+	mi := &file_admin_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1140,7 @@ func (x *GetOperationRequest) String() string {
 func (*GetOperationRequest) ProtoMessage() {}
 
 func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[14]
+	mi := &file_admin_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1153,7 @@ func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationRequest.ProtoReflect.Descriptor instead.
 func (*GetOperationRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetOperationRequest) GetId() uint64 {
@@ -1049,7 +1171,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_admin_admin_proto_msgTypes[15]
+	mi := &file_admin_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1183,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[15]
+	mi := &file_admin_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1196,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_admin_proto_rawDescGZIP(), []int{17}
 }
 
 type Node struct {
@@ -1098,7 +1220,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_admin_admin_proto_msgTypes[16]
+	mi := &file_admin_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1232,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[16]
+	mi := &file_admin_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1245,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Node) GetId() uint64 {
@@ -1219,7 +1341,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_admin_admin_proto_msgTypes[17]
+	mi := &file_admin_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1353,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[17]
+	mi := &file_admin_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1366,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1264,7 +1386,7 @@ type ShowRingRequest struct {
 
 func (x *ShowRingRequest) Reset() {
 	*x = ShowRingRequest{}
-	mi := &file_admin_admin_proto_msgTypes[18]
+	mi := &file_admin_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1398,7 @@ func (x *ShowRingRequest) String() string {
 func (*ShowRingRequest) ProtoMessage() {}
 
 func (x *ShowRingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[18]
+	mi := &file_admin_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1411,7 @@ func (x *ShowRingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRingRequest.ProtoReflect.Descriptor instead.
 func (*ShowRingRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ShowRingRequest) GetTable() string {
@@ -1314,7 +1436,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_admin_admin_proto_msgTypes[19]
+	mi := &file_admin_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1448,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[19]
+	mi := &file_admin_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1461,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Replica) GetNodeId() uint64 {
@@ -1400,13 +1522,17 @@ type Partition struct {
 	LogicalPartitions int64                  `protobuf:"varint,12,opt,name=logical_partitions,json=logicalPartitions,proto3" json:"logical_partitions,omitempty"`
 	RuPerSec          float64                `protobuf:"fixed64,13,opt,name=ru_per_sec,json=ruPerSec,proto3" json:"ru_per_sec,omitempty"`
 	RuShare           float64                `protobuf:"fixed64,14,opt,name=ru_share,json=ruShare,proto3" json:"ru_share,omitempty"` // provisioned RU/s share, 0 = unlimited
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// throttled counts requests the leader refused for throughput; hot marks
+	// a partition that ran over its share with refusals in the last 10 s.
+	Throttled     int64 `protobuf:"varint,15,opt,name=throttled,proto3" json:"throttled,omitempty"`
+	Hot           bool  `protobuf:"varint,16,opt,name=hot,proto3" json:"hot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_admin_admin_proto_msgTypes[20]
+	mi := &file_admin_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1544,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[20]
+	mi := &file_admin_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1557,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Partition) GetId() uint64 {
@@ -1532,6 +1658,20 @@ func (x *Partition) GetRuShare() float64 {
 	return 0
 }
 
+func (x *Partition) GetThrottled() int64 {
+	if x != nil {
+		return x.Throttled
+	}
+	return 0
+}
+
+func (x *Partition) GetHot() bool {
+	if x != nil {
+		return x.Hot
+	}
+	return false
+}
+
 type ShowRingResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Partitions    []*Partition           `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
@@ -1541,7 +1681,7 @@ type ShowRingResponse struct {
 
 func (x *ShowRingResponse) Reset() {
 	*x = ShowRingResponse{}
-	mi := &file_admin_admin_proto_msgTypes[21]
+	mi := &file_admin_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1693,7 @@ func (x *ShowRingResponse) String() string {
 func (*ShowRingResponse) ProtoMessage() {}
 
 func (x *ShowRingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[21]
+	mi := &file_admin_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1706,7 @@ func (x *ShowRingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRingResponse.ProtoReflect.Descriptor instead.
 func (*ShowRingResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ShowRingResponse) GetPartitions() []*Partition {
@@ -1587,7 +1727,7 @@ type TokenRequest struct {
 
 func (x *TokenRequest) Reset() {
 	*x = TokenRequest{}
-	mi := &file_admin_admin_proto_msgTypes[22]
+	mi := &file_admin_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1739,7 @@ func (x *TokenRequest) String() string {
 func (*TokenRequest) ProtoMessage() {}
 
 func (x *TokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[22]
+	mi := &file_admin_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1752,7 @@ func (x *TokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequest.ProtoReflect.Descriptor instead.
 func (*TokenRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TokenRequest) GetTable() string {
@@ -1639,7 +1779,7 @@ type TokenResponse struct {
 
 func (x *TokenResponse) Reset() {
 	*x = TokenResponse{}
-	mi := &file_admin_admin_proto_msgTypes[23]
+	mi := &file_admin_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1791,7 @@ func (x *TokenResponse) String() string {
 func (*TokenResponse) ProtoMessage() {}
 
 func (x *TokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[23]
+	mi := &file_admin_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1804,7 @@ func (x *TokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResponse.ProtoReflect.Descriptor instead.
 func (*TokenResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{23}
+	return file_admin_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TokenResponse) GetToken() int64 {
@@ -1685,7 +1825,19 @@ var File_admin_admin_proto protoreflect.FileDescriptor
 
 const file_admin_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x11admin/admin.proto\x12\rcosmosd.admin\"8\n" +
+	"\x11admin/admin.proto\x12\rcosmosd.admin\"f\n" +
+	"\x14SetThroughputRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1a\n" +
+	"\bkeyspace\x18\x02 \x01(\tR\bkeyspace\x12\x1c\n" +
+	"\n" +
+	"ru_per_sec\x18\x03 \x01(\x03R\bruPerSec\"\x82\x01\n" +
+	"\x15SetThroughputResponse\x12\x1c\n" +
+	"\n" +
+	"ru_per_sec\x18\x01 \x01(\x03R\bruPerSec\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x02 \x01(\rR\n" +
+	"partitions\x12+\n" +
+	"\x11partitions_needed\x18\x03 \x01(\rR\x10partitionsNeeded\"8\n" +
 	"\x14ShowPartitionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
 	"\x03top\x18\x02 \x01(\rR\x03top\"\x82\x01\n" +
@@ -1795,7 +1947,7 @@ const file_admin_admin_proto_rawDesc = "" +
 	"replica_id\x18\x03 \x01(\x04R\treplicaId\x12\x18\n" +
 	"\alearner\x18\x04 \x01(\bR\alearner\x12\x18\n" +
 	"\aapplied\x18\x05 \x01(\x04R\aapplied\x12\x1c\n" +
-	"\treachable\x18\x06 \x01(\bR\treachable\"\x9c\x03\n" +
+	"\treachable\x18\x06 \x01(\bR\treachable\"\xcc\x03\n" +
 	"\tPartition\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x19\n" +
@@ -1816,7 +1968,9 @@ const file_admin_admin_proto_rawDesc = "" +
 	"\x12logical_partitions\x18\f \x01(\x03R\x11logicalPartitions\x12\x1c\n" +
 	"\n" +
 	"ru_per_sec\x18\r \x01(\x01R\bruPerSec\x12\x19\n" +
-	"\bru_share\x18\x0e \x01(\x01R\aruShare\"L\n" +
+	"\bru_share\x18\x0e \x01(\x01R\aruShare\x12\x1c\n" +
+	"\tthrottled\x18\x0f \x01(\x03R\tthrottled\x12\x10\n" +
+	"\x03hot\x18\x10 \x01(\bR\x03hot\"L\n" +
 	"\x10ShowRingResponse\x128\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x18.cosmosd.admin.PartitionR\n" +
@@ -1826,7 +1980,7 @@ const file_admin_admin_proto_rawDesc = "" +
 	"\x03key\x18\x02 \x03(\tR\x03key\"]\n" +
 	"\rTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\x03R\x05token\x126\n" +
-	"\tpartition\x18\x02 \x01(\v2\x18.cosmosd.admin.PartitionR\tpartition2\x8a\a\n" +
+	"\tpartition\x18\x02 \x01(\v2\x18.cosmosd.admin.PartitionR\tpartition2\xe6\a\n" +
 	"\x05Admin\x12N\n" +
 	"\tListNodes\x12\x1f.cosmosd.admin.ListNodesRequest\x1a .cosmosd.admin.ListNodesResponse\x12K\n" +
 	"\bShowRing\x12\x1e.cosmosd.admin.ShowRingRequest\x1a\x1f.cosmosd.admin.ShowRingResponse\x12B\n" +
@@ -1839,7 +1993,8 @@ const file_admin_admin_proto_rawDesc = "" +
 	"\tDrainNode\x12\x1a.cosmosd.admin.NodeRequest\x1a\x18.cosmosd.admin.Operation\x12H\n" +
 	"\x10DecommissionNode\x12\x1a.cosmosd.admin.NodeRequest\x1a\x18.cosmosd.admin.Operation\x12]\n" +
 	"\x0eListOperations\x12$.cosmosd.admin.ListOperationsRequest\x1a%.cosmosd.admin.ListOperationsResponse\x12L\n" +
-	"\fGetOperation\x12\".cosmosd.admin.GetOperationRequest\x1a\x18.cosmosd.admin.OperationB0Z.github.com/cosmosd/cosmosd/proto/admin;adminpbb\x06proto3"
+	"\fGetOperation\x12\".cosmosd.admin.GetOperationRequest\x1a\x18.cosmosd.admin.Operation\x12Z\n" +
+	"\rSetThroughput\x12#.cosmosd.admin.SetThroughputRequest\x1a$.cosmosd.admin.SetThroughputResponseB0Z.github.com/cosmosd/cosmosd/proto/admin;adminpbb\x06proto3"
 
 var (
 	file_admin_admin_proto_rawDescOnce sync.Once
@@ -1853,73 +2008,77 @@ func file_admin_admin_proto_rawDescGZIP() []byte {
 	return file_admin_admin_proto_rawDescData
 }
 
-var file_admin_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_admin_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_admin_admin_proto_goTypes = []any{
-	(*ShowPartitionRequest)(nil),   // 0: cosmosd.admin.ShowPartitionRequest
-	(*LogicalPartition)(nil),       // 1: cosmosd.admin.LogicalPartition
-	(*PartitionDetail)(nil),        // 2: cosmosd.admin.PartitionDetail
-	(*Step)(nil),                   // 3: cosmosd.admin.Step
-	(*Operation)(nil),              // 4: cosmosd.admin.Operation
-	(*SplitRequest)(nil),           // 5: cosmosd.admin.SplitRequest
-	(*MoveRequest)(nil),            // 6: cosmosd.admin.MoveRequest
-	(*MoveKeyRequest)(nil),         // 7: cosmosd.admin.MoveKeyRequest
-	(*RebalanceRequest)(nil),       // 8: cosmosd.admin.RebalanceRequest
-	(*PlannedMove)(nil),            // 9: cosmosd.admin.PlannedMove
-	(*RebalanceResponse)(nil),      // 10: cosmosd.admin.RebalanceResponse
-	(*NodeRequest)(nil),            // 11: cosmosd.admin.NodeRequest
-	(*ListOperationsRequest)(nil),  // 12: cosmosd.admin.ListOperationsRequest
-	(*ListOperationsResponse)(nil), // 13: cosmosd.admin.ListOperationsResponse
-	(*GetOperationRequest)(nil),    // 14: cosmosd.admin.GetOperationRequest
-	(*ListNodesRequest)(nil),       // 15: cosmosd.admin.ListNodesRequest
-	(*Node)(nil),                   // 16: cosmosd.admin.Node
-	(*ListNodesResponse)(nil),      // 17: cosmosd.admin.ListNodesResponse
-	(*ShowRingRequest)(nil),        // 18: cosmosd.admin.ShowRingRequest
-	(*Replica)(nil),                // 19: cosmosd.admin.Replica
-	(*Partition)(nil),              // 20: cosmosd.admin.Partition
-	(*ShowRingResponse)(nil),       // 21: cosmosd.admin.ShowRingResponse
-	(*TokenRequest)(nil),           // 22: cosmosd.admin.TokenRequest
-	(*TokenResponse)(nil),          // 23: cosmosd.admin.TokenResponse
-	nil,                            // 24: cosmosd.admin.Node.LabelsEntry
+	(*SetThroughputRequest)(nil),   // 0: cosmosd.admin.SetThroughputRequest
+	(*SetThroughputResponse)(nil),  // 1: cosmosd.admin.SetThroughputResponse
+	(*ShowPartitionRequest)(nil),   // 2: cosmosd.admin.ShowPartitionRequest
+	(*LogicalPartition)(nil),       // 3: cosmosd.admin.LogicalPartition
+	(*PartitionDetail)(nil),        // 4: cosmosd.admin.PartitionDetail
+	(*Step)(nil),                   // 5: cosmosd.admin.Step
+	(*Operation)(nil),              // 6: cosmosd.admin.Operation
+	(*SplitRequest)(nil),           // 7: cosmosd.admin.SplitRequest
+	(*MoveRequest)(nil),            // 8: cosmosd.admin.MoveRequest
+	(*MoveKeyRequest)(nil),         // 9: cosmosd.admin.MoveKeyRequest
+	(*RebalanceRequest)(nil),       // 10: cosmosd.admin.RebalanceRequest
+	(*PlannedMove)(nil),            // 11: cosmosd.admin.PlannedMove
+	(*RebalanceResponse)(nil),      // 12: cosmosd.admin.RebalanceResponse
+	(*NodeRequest)(nil),            // 13: cosmosd.admin.NodeRequest
+	(*ListOperationsRequest)(nil),  // 14: cosmosd.admin.ListOperationsRequest
+	(*ListOperationsResponse)(nil), // 15: cosmosd.admin.ListOperationsResponse
+	(*GetOperationRequest)(nil),    // 16: cosmosd.admin.GetOperationRequest
+	(*ListNodesRequest)(nil),       // 17: cosmosd.admin.ListNodesRequest
+	(*Node)(nil),                   // 18: cosmosd.admin.Node
+	(*ListNodesResponse)(nil),      // 19: cosmosd.admin.ListNodesResponse
+	(*ShowRingRequest)(nil),        // 20: cosmosd.admin.ShowRingRequest
+	(*Replica)(nil),                // 21: cosmosd.admin.Replica
+	(*Partition)(nil),              // 22: cosmosd.admin.Partition
+	(*ShowRingResponse)(nil),       // 23: cosmosd.admin.ShowRingResponse
+	(*TokenRequest)(nil),           // 24: cosmosd.admin.TokenRequest
+	(*TokenResponse)(nil),          // 25: cosmosd.admin.TokenResponse
+	nil,                            // 26: cosmosd.admin.Node.LabelsEntry
 }
 var file_admin_admin_proto_depIdxs = []int32{
-	20, // 0: cosmosd.admin.PartitionDetail.partition:type_name -> cosmosd.admin.Partition
-	1,  // 1: cosmosd.admin.PartitionDetail.top_by_size:type_name -> cosmosd.admin.LogicalPartition
-	1,  // 2: cosmosd.admin.PartitionDetail.top_by_ru:type_name -> cosmosd.admin.LogicalPartition
-	3,  // 3: cosmosd.admin.Operation.steps:type_name -> cosmosd.admin.Step
-	9,  // 4: cosmosd.admin.RebalanceResponse.plan:type_name -> cosmosd.admin.PlannedMove
-	4,  // 5: cosmosd.admin.RebalanceResponse.operation:type_name -> cosmosd.admin.Operation
-	4,  // 6: cosmosd.admin.ListOperationsResponse.operations:type_name -> cosmosd.admin.Operation
-	24, // 7: cosmosd.admin.Node.labels:type_name -> cosmosd.admin.Node.LabelsEntry
-	16, // 8: cosmosd.admin.ListNodesResponse.nodes:type_name -> cosmosd.admin.Node
-	19, // 9: cosmosd.admin.Partition.replicas:type_name -> cosmosd.admin.Replica
-	20, // 10: cosmosd.admin.ShowRingResponse.partitions:type_name -> cosmosd.admin.Partition
-	20, // 11: cosmosd.admin.TokenResponse.partition:type_name -> cosmosd.admin.Partition
-	15, // 12: cosmosd.admin.Admin.ListNodes:input_type -> cosmosd.admin.ListNodesRequest
-	18, // 13: cosmosd.admin.Admin.ShowRing:input_type -> cosmosd.admin.ShowRingRequest
-	22, // 14: cosmosd.admin.Admin.Token:input_type -> cosmosd.admin.TokenRequest
-	0,  // 15: cosmosd.admin.Admin.ShowPartition:input_type -> cosmosd.admin.ShowPartitionRequest
-	5,  // 16: cosmosd.admin.Admin.Split:input_type -> cosmosd.admin.SplitRequest
-	6,  // 17: cosmosd.admin.Admin.Move:input_type -> cosmosd.admin.MoveRequest
-	7,  // 18: cosmosd.admin.Admin.MoveKey:input_type -> cosmosd.admin.MoveKeyRequest
-	8,  // 19: cosmosd.admin.Admin.Rebalance:input_type -> cosmosd.admin.RebalanceRequest
-	11, // 20: cosmosd.admin.Admin.DrainNode:input_type -> cosmosd.admin.NodeRequest
-	11, // 21: cosmosd.admin.Admin.DecommissionNode:input_type -> cosmosd.admin.NodeRequest
-	12, // 22: cosmosd.admin.Admin.ListOperations:input_type -> cosmosd.admin.ListOperationsRequest
-	14, // 23: cosmosd.admin.Admin.GetOperation:input_type -> cosmosd.admin.GetOperationRequest
-	17, // 24: cosmosd.admin.Admin.ListNodes:output_type -> cosmosd.admin.ListNodesResponse
-	21, // 25: cosmosd.admin.Admin.ShowRing:output_type -> cosmosd.admin.ShowRingResponse
-	23, // 26: cosmosd.admin.Admin.Token:output_type -> cosmosd.admin.TokenResponse
-	2,  // 27: cosmosd.admin.Admin.ShowPartition:output_type -> cosmosd.admin.PartitionDetail
-	4,  // 28: cosmosd.admin.Admin.Split:output_type -> cosmosd.admin.Operation
-	4,  // 29: cosmosd.admin.Admin.Move:output_type -> cosmosd.admin.Operation
-	4,  // 30: cosmosd.admin.Admin.MoveKey:output_type -> cosmosd.admin.Operation
-	10, // 31: cosmosd.admin.Admin.Rebalance:output_type -> cosmosd.admin.RebalanceResponse
-	4,  // 32: cosmosd.admin.Admin.DrainNode:output_type -> cosmosd.admin.Operation
-	4,  // 33: cosmosd.admin.Admin.DecommissionNode:output_type -> cosmosd.admin.Operation
-	13, // 34: cosmosd.admin.Admin.ListOperations:output_type -> cosmosd.admin.ListOperationsResponse
-	4,  // 35: cosmosd.admin.Admin.GetOperation:output_type -> cosmosd.admin.Operation
-	24, // [24:36] is the sub-list for method output_type
-	12, // [12:24] is the sub-list for method input_type
+	22, // 0: cosmosd.admin.PartitionDetail.partition:type_name -> cosmosd.admin.Partition
+	3,  // 1: cosmosd.admin.PartitionDetail.top_by_size:type_name -> cosmosd.admin.LogicalPartition
+	3,  // 2: cosmosd.admin.PartitionDetail.top_by_ru:type_name -> cosmosd.admin.LogicalPartition
+	5,  // 3: cosmosd.admin.Operation.steps:type_name -> cosmosd.admin.Step
+	11, // 4: cosmosd.admin.RebalanceResponse.plan:type_name -> cosmosd.admin.PlannedMove
+	6,  // 5: cosmosd.admin.RebalanceResponse.operation:type_name -> cosmosd.admin.Operation
+	6,  // 6: cosmosd.admin.ListOperationsResponse.operations:type_name -> cosmosd.admin.Operation
+	26, // 7: cosmosd.admin.Node.labels:type_name -> cosmosd.admin.Node.LabelsEntry
+	18, // 8: cosmosd.admin.ListNodesResponse.nodes:type_name -> cosmosd.admin.Node
+	21, // 9: cosmosd.admin.Partition.replicas:type_name -> cosmosd.admin.Replica
+	22, // 10: cosmosd.admin.ShowRingResponse.partitions:type_name -> cosmosd.admin.Partition
+	22, // 11: cosmosd.admin.TokenResponse.partition:type_name -> cosmosd.admin.Partition
+	17, // 12: cosmosd.admin.Admin.ListNodes:input_type -> cosmosd.admin.ListNodesRequest
+	20, // 13: cosmosd.admin.Admin.ShowRing:input_type -> cosmosd.admin.ShowRingRequest
+	24, // 14: cosmosd.admin.Admin.Token:input_type -> cosmosd.admin.TokenRequest
+	2,  // 15: cosmosd.admin.Admin.ShowPartition:input_type -> cosmosd.admin.ShowPartitionRequest
+	7,  // 16: cosmosd.admin.Admin.Split:input_type -> cosmosd.admin.SplitRequest
+	8,  // 17: cosmosd.admin.Admin.Move:input_type -> cosmosd.admin.MoveRequest
+	9,  // 18: cosmosd.admin.Admin.MoveKey:input_type -> cosmosd.admin.MoveKeyRequest
+	10, // 19: cosmosd.admin.Admin.Rebalance:input_type -> cosmosd.admin.RebalanceRequest
+	13, // 20: cosmosd.admin.Admin.DrainNode:input_type -> cosmosd.admin.NodeRequest
+	13, // 21: cosmosd.admin.Admin.DecommissionNode:input_type -> cosmosd.admin.NodeRequest
+	14, // 22: cosmosd.admin.Admin.ListOperations:input_type -> cosmosd.admin.ListOperationsRequest
+	16, // 23: cosmosd.admin.Admin.GetOperation:input_type -> cosmosd.admin.GetOperationRequest
+	0,  // 24: cosmosd.admin.Admin.SetThroughput:input_type -> cosmosd.admin.SetThroughputRequest
+	19, // 25: cosmosd.admin.Admin.ListNodes:output_type -> cosmosd.admin.ListNodesResponse
+	23, // 26: cosmosd.admin.Admin.ShowRing:output_type -> cosmosd.admin.ShowRingResponse
+	25, // 27: cosmosd.admin.Admin.Token:output_type -> cosmosd.admin.TokenResponse
+	4,  // 28: cosmosd.admin.Admin.ShowPartition:output_type -> cosmosd.admin.PartitionDetail
+	6,  // 29: cosmosd.admin.Admin.Split:output_type -> cosmosd.admin.Operation
+	6,  // 30: cosmosd.admin.Admin.Move:output_type -> cosmosd.admin.Operation
+	6,  // 31: cosmosd.admin.Admin.MoveKey:output_type -> cosmosd.admin.Operation
+	12, // 32: cosmosd.admin.Admin.Rebalance:output_type -> cosmosd.admin.RebalanceResponse
+	6,  // 33: cosmosd.admin.Admin.DrainNode:output_type -> cosmosd.admin.Operation
+	6,  // 34: cosmosd.admin.Admin.DecommissionNode:output_type -> cosmosd.admin.Operation
+	15, // 35: cosmosd.admin.Admin.ListOperations:output_type -> cosmosd.admin.ListOperationsResponse
+	6,  // 36: cosmosd.admin.Admin.GetOperation:output_type -> cosmosd.admin.Operation
+	1,  // 37: cosmosd.admin.Admin.SetThroughput:output_type -> cosmosd.admin.SetThroughputResponse
+	25, // [25:38] is the sub-list for method output_type
+	12, // [12:25] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -1936,7 +2095,7 @@ func file_admin_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_admin_proto_rawDesc), len(file_admin_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,7 @@ const (
 	Admin_DecommissionNode_FullMethodName = "/cosmosd.admin.Admin/DecommissionNode"
 	Admin_ListOperations_FullMethodName   = "/cosmosd.admin.Admin/ListOperations"
 	Admin_GetOperation_FullMethodName     = "/cosmosd.admin.Admin/GetOperation"
+	Admin_SetThroughput_FullMethodName    = "/cosmosd.admin.Admin/SetThroughput"
 )
 
 // AdminClient is the client API for Admin service.
@@ -76,6 +77,11 @@ type AdminClient interface {
 	ListOperations(ctx context.Context, in *ListOperationsRequest, opts ...grpc.CallOption) (*ListOperationsResponse, error)
 	// GetOperation returns one operation with its steps and progress.
 	GetOperation(ctx context.Context, in *GetOperationRequest, opts ...grpc.CallOption) (*Operation, error)
+	// SetThroughput sets a table's (or keyspace's) provisioned RU/s, as
+	// ALTER TABLE ... WITH cosmosdb_provisioned_throughput = N does; 0 means
+	// unlimited. Raising it past physical_partition_max_ru times the
+	// partition count makes the controller split partitions.
+	SetThroughput(ctx context.Context, in *SetThroughputRequest, opts ...grpc.CallOption) (*SetThroughputResponse, error)
 }
 
 type adminClient struct {
@@ -206,6 +212,16 @@ func (c *adminClient) GetOperation(ctx context.Context, in *GetOperationRequest,
 	return out, nil
 }
 
+func (c *adminClient) SetThroughput(ctx context.Context, in *SetThroughputRequest, opts ...grpc.CallOption) (*SetThroughputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetThroughputResponse)
+	err := c.cc.Invoke(ctx, Admin_SetThroughput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -244,6 +260,11 @@ type AdminServer interface {
 	ListOperations(context.Context, *ListOperationsRequest) (*ListOperationsResponse, error)
 	// GetOperation returns one operation with its steps and progress.
 	GetOperation(context.Context, *GetOperationRequest) (*Operation, error)
+	// SetThroughput sets a table's (or keyspace's) provisioned RU/s, as
+	// ALTER TABLE ... WITH cosmosdb_provisioned_throughput = N does; 0 means
+	// unlimited. Raising it past physical_partition_max_ru times the
+	// partition count makes the controller split partitions.
+	SetThroughput(context.Context, *SetThroughputRequest) (*SetThroughputResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -289,6 +310,9 @@ func (UnimplementedAdminServer) ListOperations(context.Context, *ListOperationsR
 }
 func (UnimplementedAdminServer) GetOperation(context.Context, *GetOperationRequest) (*Operation, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetOperation not implemented")
+}
+func (UnimplementedAdminServer) SetThroughput(context.Context, *SetThroughputRequest) (*SetThroughputResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetThroughput not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -527,6 +551,24 @@ func _Admin_GetOperation_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_SetThroughput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetThroughputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SetThroughput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SetThroughput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SetThroughput(ctx, req.(*SetThroughputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -581,6 +623,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetOperation",
 			Handler:    _Admin_GetOperation_Handler,
+		},
+		{
+			MethodName: "SetThroughput",
+			Handler:    _Admin_SetThroughput_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1308,8 +1308,10 @@ type WriteResponse struct {
 	// row encoding), absent when the row does not exist.
 	Current []*CurrentRow `protobuf:"bytes,2,rep,name=current,proto3" json:"current,omitempty"`
 	// bytes_written and the like feed request-unit accounting.
-	BytesWritten  int64  `protobuf:"varint,3,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"`
-	Error         *Error `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	BytesWritten int64  `protobuf:"varint,3,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"`
+	Error        *Error `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// request_units is what the write cost (docs/request-units.md).
+	RequestUnits  float64 `protobuf:"fixed64,5,opt,name=request_units,json=requestUnits,proto3" json:"request_units,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1370,6 +1372,13 @@ func (x *WriteResponse) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *WriteResponse) GetRequestUnits() float64 {
+	if x != nil {
+		return x.RequestUnits
+	}
+	return 0
 }
 
 type CurrentRow struct {
@@ -1793,11 +1802,12 @@ type ReadResponse struct {
 	Rows  []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
 	// more reports that the partition's range holds further rows after the
 	// last one returned (limit or max_bytes reached).
-	More              bool   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
-	LastPartitionRows uint32 `protobuf:"varint,3,opt,name=last_partition_rows,json=lastPartitionRows,proto3" json:"last_partition_rows,omitempty"`
-	BytesRead         int64  `protobuf:"varint,4,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
-	RowsScanned       int64  `protobuf:"varint,5,opt,name=rows_scanned,json=rowsScanned,proto3" json:"rows_scanned,omitempty"`
-	Error             *Error `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	More              bool    `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	LastPartitionRows uint32  `protobuf:"varint,3,opt,name=last_partition_rows,json=lastPartitionRows,proto3" json:"last_partition_rows,omitempty"`
+	BytesRead         int64   `protobuf:"varint,4,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	RowsScanned       int64   `protobuf:"varint,5,opt,name=rows_scanned,json=rowsScanned,proto3" json:"rows_scanned,omitempty"`
+	Error             *Error  `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	RequestUnits      float64 `protobuf:"fixed64,7,opt,name=request_units,json=requestUnits,proto3" json:"request_units,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -1872,6 +1882,13 @@ func (x *ReadResponse) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *ReadResponse) GetRequestUnits() float64 {
+	if x != nil {
+		return x.RequestUnits
+	}
+	return 0
 }
 
 // Error is a failure the router acts on (retry, refresh, give up).
@@ -2090,8 +2107,11 @@ type PartitionDetailResponse struct {
 	HasSplitToken bool   `protobuf:"varint,4,opt,name=has_split_token,json=hasSplitToken,proto3" json:"has_split_token,omitempty"`
 	SplitToken    int64  `protobuf:"varint,5,opt,name=split_token,json=splitToken,proto3" json:"split_token,omitempty"`
 	Error         *Error `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// load_split_token halves the recent request load (hot partitions).
+	HasLoadSplitToken bool  `protobuf:"varint,7,opt,name=has_load_split_token,json=hasLoadSplitToken,proto3" json:"has_load_split_token,omitempty"`
+	LoadSplitToken    int64 `protobuf:"varint,8,opt,name=load_split_token,json=loadSplitToken,proto3" json:"load_split_token,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PartitionDetailResponse) Reset() {
@@ -2164,6 +2184,20 @@ func (x *PartitionDetailResponse) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *PartitionDetailResponse) GetHasLoadSplitToken() bool {
+	if x != nil {
+		return x.HasLoadSplitToken
+	}
+	return false
+}
+
+func (x *PartitionDetailResponse) GetLoadSplitToken() int64 {
+	if x != nil {
+		return x.LoadSplitToken
+	}
+	return 0
 }
 
 type ReplicaChange struct {
@@ -2618,8 +2652,16 @@ type ReplicaStatus struct {
 	Bytes             int64                  `protobuf:"varint,7,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	Rows              int64                  `protobuf:"varint,8,opt,name=rows,proto3" json:"rows,omitempty"`
 	LogicalPartitions int64                  `protobuf:"varint,9,opt,name=logical_partitions,json=logicalPartitions,proto3" json:"logical_partitions,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Throughput: RU/s consumed (average over the last 10 s), the share of
+	// provisioned RU/s this replica enforces (0 = unlimited), requests
+	// refused for throughput since start, and whether the partition ran over
+	// its share with requests refused during the last window (hot).
+	RuPerSec      float64 `protobuf:"fixed64,11,opt,name=ru_per_sec,json=ruPerSec,proto3" json:"ru_per_sec,omitempty"`
+	RuShare       float64 `protobuf:"fixed64,12,opt,name=ru_share,json=ruShare,proto3" json:"ru_share,omitempty"`
+	Throttled     int64   `protobuf:"varint,13,opt,name=throttled,proto3" json:"throttled,omitempty"`
+	Hot           bool    `protobuf:"varint,14,opt,name=hot,proto3" json:"hot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplicaStatus) Reset() {
@@ -2720,6 +2762,34 @@ func (x *ReplicaStatus) GetLogicalPartitions() int64 {
 		return x.LogicalPartitions
 	}
 	return 0
+}
+
+func (x *ReplicaStatus) GetRuPerSec() float64 {
+	if x != nil {
+		return x.RuPerSec
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetRuShare() float64 {
+	if x != nil {
+		return x.RuShare
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetThrottled() int64 {
+	if x != nil {
+		return x.Throttled
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetHot() bool {
+	if x != nil {
+		return x.Hot
+	}
+	return false
 }
 
 type ReplicaStatusResponse struct {
@@ -2898,12 +2968,13 @@ const file_kv_kv_proto_rawDesc = "" +
 	"now_micros\x18\x06 \x01(\x03R\tnowMicros\x12(\n" +
 	"\x10gc_grace_seconds\x18\a \x01(\x03R\x0egcGraceSeconds\x12=\n" +
 	"\x1bmax_logical_partition_bytes\x18\b \x01(\x03R\x18maxLogicalPartitionBytes\x12\x1a\n" +
-	"\btruncate\x18\t \x01(\bR\btruncate\"\xa9\x01\n" +
+	"\btruncate\x18\t \x01(\bR\btruncate\"\xce\x01\n" +
 	"\rWriteResponse\x12\x18\n" +
 	"\aapplied\x18\x01 \x01(\bR\aapplied\x120\n" +
 	"\acurrent\x18\x02 \x03(\v2\x16.cosmosd.kv.CurrentRowR\acurrent\x12#\n" +
 	"\rbytes_written\x18\x03 \x01(\x03R\fbytesWritten\x12'\n" +
-	"\x05error\x18\x04 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"U\n" +
+	"\x05error\x18\x04 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\x12#\n" +
+	"\rrequest_units\x18\x05 \x01(\x01R\frequestUnits\"U\n" +
 	"\n" +
 	"CurrentRow\x12\x16\n" +
 	"\x06exists\x18\x01 \x01(\bR\x06exists\x12\x10\n" +
@@ -2946,7 +3017,7 @@ const file_kv_kv_proto_rawDesc = "" +
 	"stats_only\x18\x12 \x01(\bR\tstatsOnly\"-\n" +
 	"\x03Row\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xe2\x01\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\x87\x02\n" +
 	"\fReadResponse\x12#\n" +
 	"\x04rows\x18\x01 \x03(\v2\x0f.cosmosd.kv.RowR\x04rows\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\x12.\n" +
@@ -2954,7 +3025,8 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\x04 \x01(\x03R\tbytesRead\x12!\n" +
 	"\frows_scanned\x18\x05 \x01(\x03R\vrowsScanned\x12'\n" +
-	"\x05error\x18\x06 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"\xe3\x02\n" +
+	"\x05error\x18\x06 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\x12#\n" +
+	"\rrequest_units\x18\a \x01(\x01R\frequestUnits\"\xe3\x02\n" +
 	"\x05Error\x12*\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x16.cosmosd.kv.Error.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
@@ -2983,7 +3055,7 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x12\n" +
 	"\x04rows\x18\x04 \x01(\x03R\x04rows\x12\x1c\n" +
 	"\n" +
-	"ru_per_sec\x18\x05 \x01(\x01R\bruPerSec\"\xb6\x02\n" +
+	"ru_per_sec\x18\x05 \x01(\x01R\bruPerSec\"\x91\x03\n" +
 	"\x17PartitionDetailResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.cosmosd.kv.ReplicaStatusR\x06status\x12<\n" +
 	"\vtop_by_size\x18\x02 \x03(\v2\x1c.cosmosd.kv.LogicalPartitionR\ttopBySize\x128\n" +
@@ -2991,7 +3063,9 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x0fhas_split_token\x18\x04 \x01(\bR\rhasSplitToken\x12\x1f\n" +
 	"\vsplit_token\x18\x05 \x01(\x03R\n" +
 	"splitToken\x12'\n" +
-	"\x05error\x18\x06 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"\xc5\x01\n" +
+	"\x05error\x18\x06 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\x12/\n" +
+	"\x14has_load_split_token\x18\a \x01(\bR\x11hasLoadSplitToken\x12(\n" +
+	"\x10load_split_token\x18\b \x01(\x03R\x0eloadSplitToken\"\xc5\x01\n" +
 	"\rReplicaChange\x122\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1e.cosmosd.kv.ReplicaChange.TypeR\x04type\x127\n" +
 	"\areplica\x18\x02 \x01(\v2\x1d.cosmosd.kv.ReplicaDescriptorR\areplica\"G\n" +
@@ -3025,7 +3099,7 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"Q\n" +
 	"\x14ReplicaStatusRequest\x12#\n" +
 	"\rpartition_ids\x18\x01 \x03(\x04R\fpartitionIds\x12\x14\n" +
-	"\x05stats\x18\x02 \x01(\bR\x05stats\"\xb2\x02\n" +
+	"\x05stats\x18\x02 \x01(\bR\x05stats\"\x9b\x03\n" +
 	"\rReplicaStatus\x12*\n" +
 	"\x04desc\x18\x01 \x01(\v2\x16.cosmosd.kv.DescriptorR\x04desc\x12\x1d\n" +
 	"\n" +
@@ -3039,7 +3113,12 @@ const file_kv_kv_proto_rawDesc = "" +
 	" \x01(\x04R\x06commit\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12\x12\n" +
 	"\x04rows\x18\b \x01(\x03R\x04rows\x12-\n" +
-	"\x12logical_partitions\x18\t \x01(\x03R\x11logicalPartitions\"g\n" +
+	"\x12logical_partitions\x18\t \x01(\x03R\x11logicalPartitions\x12\x1c\n" +
+	"\n" +
+	"ru_per_sec\x18\v \x01(\x01R\bruPerSec\x12\x19\n" +
+	"\bru_share\x18\f \x01(\x01R\aruShare\x12\x1c\n" +
+	"\tthrottled\x18\r \x01(\x03R\tthrottled\x12\x10\n" +
+	"\x03hot\x18\x0e \x01(\bR\x03hot\"g\n" +
 	"\x15ReplicaStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x125\n" +
 	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xa5\x04\n" +
