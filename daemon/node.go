@@ -213,7 +213,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, DeadAfter: cfg.DeadAfter,
 		PhysicalPartitionMaxBytes: cfg.PhysicalPartitionMaxBytes, SizeCheckEvery: cfg.SizeCheckEvery,
 		PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU,
-		DisableAutoRebalance: !*cfg.AutoRebalance, Knobs: controllerKnobs(cfg.Knobs),
+		DisableAutoRebalance:   !*cfg.AutoRebalance, Knobs: controllerKnobs(cfg.Knobs),
 		Logger: n.logger.With("component", "controller"),
 	})
 	n.bg.Add(1)
