@@ -32,7 +32,10 @@ type Config struct {
 	MaxRequestsPerConnection int
 	// RequestTimeout bounds one request. Default 10s.
 	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	// Observe, when set, is told about every request (opcode name, request
+	// units charged, and the CQL error code when it failed), for metrics.
+	Observe func(op string, charge float64, errCode int32, failed bool)
+	Logger  *slog.Logger
 }
 
 // Server is a CQL native protocol server. Safe for concurrent use.
@@ -388,8 +391,15 @@ func (c *conn) run(h frame.Header, req frame.Request) {
 		err = &exec.Error{Code: exec.CodeProtocol, Message: fmt.Sprintf("Unexpected message %s", h.Opcode)}
 	}
 	if err != nil {
-		c.sendError(h.Stream, toFrameError(err))
+		fe := toFrameError(err)
+		if obs := c.s.cfg.Observe; obs != nil {
+			obs(h.Opcode.String(), 0, int32(fe.Code), true)
+		}
+		c.sendError(h.Stream, fe)
 		return
+	}
+	if obs := c.s.cfg.Observe; obs != nil {
+		obs(h.Opcode.String(), res.Charge, 0, false)
 	}
 	var skip bool
 	switch r := req.(type) {

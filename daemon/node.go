@@ -205,7 +205,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, errors.New("executor")
 	}
 	n.events = cql.NewEventSource(n.meta, n.logger)
-	n.cqlSrv = cql.NewServer(cql.Config{Executor: n.exec, Events: n.events, MaxFrameBytes: cfg.MaxFrameBytes,
+	reqMetrics := newRequestMetrics(n.metrics)
+	n.metrics.MustRegister(newPartitionCollector(n))
+	n.cqlSrv = cql.NewServer(cql.Config{Executor: n.exec, Events: n.events, MaxFrameBytes: cfg.MaxFrameBytes, Observe: reqMetrics.observe,
 		MaxRequestsPerConnection: cfg.MaxRequestsPerConnection, RequestTimeout: cfg.RequestTimeout, Logger: n.logger})
 	n.serveBG("cql", func() error { return n.cqlSrv.Serve(n.cqlLn) })
 

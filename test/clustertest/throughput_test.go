@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -207,6 +209,23 @@ func TestHotPartitionThrottledColdNot(t *testing.T) {
 		}
 		if p.GetId() == coldP.GetId() && p.GetThrottled() != 0 {
 			t.Errorf("cold partition shows %d throttled", p.GetThrottled())
+		}
+	}
+	// Prometheus sees the throttling and the request units.
+	resp, err := http.Get("http://" + c.Nodes[0].HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		fmt.Sprintf(`cosmosd_partition_throttled_requests_total{partition="%d",table="ks.t"} %d`, hotP.GetId(), hotLoad.refused.Load()),
+		`cosmosd_request_units_total{op="EXECUTE"}`,
+		`cosmosd_cql_requests_total{op="EXECUTE",outcome="0x1001"}`,
+		`cosmosd_partition_request_units_share{partition="` + fmt.Sprint(hotP.GetId()) + `",table="ks.t"} 500`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 	det, err := a.ShowPartition(ctx, &adminpb.ShowPartitionRequest{Id: hotP.GetId()})

@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// partitionCollector exports the node's replicas at scrape time: size, rows,
+// throughput and leadership per physical partition. Reading at scrape time
+// keeps the request path free of metric bookkeeping.
+type partitionCollector struct {
+	n *Node
+
+	bytes, rows, logical, ruRate, ruShare, leader *prometheus.Desc
+	throttled                                     *prometheus.Desc
+	replicas, leaders                             *prometheus.Desc
+}
+
+func newPartitionCollector(n *Node) *partitionCollector {
+	labels := []string{"partition", "table"}
+	d := func(name, help string, l []string) *prometheus.Desc {
+		return prometheus.NewDesc("cosmosd_"+name, help, l, nil)
+	}
+	return &partitionCollector{
+		n:         n,
+		bytes:     d("partition_bytes", "Bytes stored in the physical partition (this replica).", labels),
+		rows:      d("partition_rows", "Rows stored in the physical partition.", labels),
+		logical:   d("partition_logical_partitions", "Logical partitions in the physical partition.", labels),
+		ruRate:    d("partition_request_units_per_second", "Request units per second served by this replica (10 s average).", labels),
+		ruShare:   d("partition_request_units_share", "Provisioned RU/s share of the partition (0 = unlimited).", labels),
+		throttled: d("partition_throttled_requests_total", "Requests refused for throughput by this replica.", labels),
+		leader:    d("partition_leader", "1 when this replica leads its partition.", labels),
+		replicas:  d("replicas", "Partition replicas on this node.", nil),
+		leaders:   d("leaders", "Partition leaders on this node.", nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.bytes, c.rows, c.logical, c.ruRate, c.ruShare, c.throttled, c.leader, c.replicas, c.leaders} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	resp, err := c.n.parts.Status(nil, true)
+	if err != nil {
+		return
+	}
+	st := c.n.meta.State()
+	leaders := 0
+	for _, r := range resp.GetReplicas() {
+		d := r.GetDesc()
+		table := strconv.FormatUint(d.GetTableId(), 10)
+		if t := st.Schema.ByID[d.GetTableId()]; t != nil {
+			table = t.QualifiedName()
+		}
+		l := []string{strconv.FormatUint(d.GetId(), 10), table}
+		g := func(desc *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, l...)
+		}
+		g(c.bytes, float64(r.GetBytes()))
+		g(c.rows, float64(r.GetRows()))
+		g(c.logical, float64(r.GetLogicalPartitions()))
+		g(c.ruRate, r.GetRuPerSec())
+		g(c.ruShare, r.GetRuShare())
+		ch <- prometheus.MustNewConstMetric(c.throttled, prometheus.CounterValue, float64(r.GetThrottled()), l...)
+		lead := 0.0
+		if r.GetLeader() {
+			lead = 1
+			leaders++
+		}
+		g(c.leader, lead)
+	}
+	ch <- prometheus.MustNewConstMetric(c.replicas, prometheus.GaugeValue, float64(len(resp.GetReplicas())))
+	ch <- prometheus.MustNewConstMetric(c.leaders, prometheus.GaugeValue, float64(leaders))
+}
+
+// requestMetrics count CQL requests by opcode and outcome, and the request
+// units they were charged.
+type requestMetrics struct {
+	requests *prometheus.CounterVec
+	units    *prometheus.CounterVec
+}
+
+func newRequestMetrics(reg *prometheus.Registry) *requestMetrics {
+	m := &requestMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cosmosd_cql_requests_total",
+			Help: "CQL requests served by this node, by opcode and outcome (ok or the CQL error code)."}, []string{"op", "outcome"}),
+		units: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cosmosd_request_units_total",
+			Help: "Request units charged to CQL requests coordinated by this node."}, []string{"op"}),
+	}
+	reg.MustRegister(m.requests, m.units)
+	return m
+}
+
+// observe records one request.
+func (m *requestMetrics) observe(op string, charge float64, errCode int32, failed bool) {
+	outcome := "ok"
+	if failed {
+		outcome = "0x" + strconv.FormatInt(int64(errCode), 16)
+	}
+	m.requests.WithLabelValues(op, outcome).Inc()
+	if charge > 0 {
+		m.units.WithLabelValues(op).Add(charge)
+	}
+}
