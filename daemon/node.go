@@ -243,6 +243,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.ready.Store(true)
+	n.notifyReady(runCtx)
 	n.logger.Info("node started", "cql", info.CQLAddr, "peer", info.PeerAddr, "admin", info.AdminAddr, "consensus", cfg.Consensus)
 	return n, nil
 }
@@ -427,6 +428,13 @@ func (n *Node) close(ctx context.Context) error {
 	defer cancel()
 	if killed {
 		cancel() // no grace for anything
+	} else {
+		notifyStopping()
+		if n.parts != nil && n.meta != nil {
+			handCtx, stop := context.WithTimeout(drainCtx, 5*time.Second)
+			n.handOffLeadership(handCtx)
+			stop()
+		}
 	}
 	if n.cqlSrv != nil {
 		if err := n.cqlSrv.Shutdown(drainCtx); err != nil {

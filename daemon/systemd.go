@@ -1,0 +1,86 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/cosmosd/cosmosd/consensus"
+)
+
+// notifyReady tells systemd (Type=notify) the node serves: called once the
+// node has registered and every listener is open. Outside systemd it does
+// nothing. It also starts the watchdog pings when the unit asks for them:
+// a ping is sent only while the node's metadata view keeps up with etcd and
+// its CQL listener accepts, so a wedged node gets restarted.
+func (n *Node) notifyReady(ctx context.Context) {
+	if ok, err := sd.SdNotify(false, sd.SdNotifyReady); err != nil {
+		n.logger.Warn("systemd notify", "err", err)
+	} else if ok {
+		n.logger.Info("notified systemd: ready")
+	}
+	interval, err := sd.SdWatchdogEnabled(false)
+	if err != nil || interval == 0 {
+		return
+	}
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		t := time.NewTicker(interval / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if n.ready.Load() && n.meta.State() != nil {
+				_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
+			}
+		}
+	}()
+}
+
+// notifyStopping tells systemd the node is shutting down.
+func notifyStopping() { _, _ = sd.SdNotify(false, sd.SdNotifyStopping) }
+
+// handOffLeadership moves the leadership of every partition this node leads
+// to another live voter, so that clients see no leaderless partition while
+// the node stops: a transfer takes one round trip, an election after a
+// leader vanishes takes an election timeout. Best effort within ctx.
+func (n *Node) handOffLeadership(ctx context.Context) {
+	st := n.meta.State()
+	var wg sync.WaitGroup
+	moved := 0
+	var mu sync.Mutex
+	for _, r := range n.parts.Replicas() {
+		if !r.Group().Status().IsLeader() {
+			continue
+		}
+		var target consensus.NodeID
+		for _, rd := range r.Descriptor().GetReplicas() {
+			if rd.GetNodeId() != n.id && !rd.GetLearner() && st.Nodes[rd.GetNodeId()] != nil {
+				target = consensus.NodeID(rd.GetNodeId())
+				break
+			}
+		}
+		if target == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.TransferLeader(ctx, target); err == nil {
+				mu.Lock()
+				moved++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if moved > 0 {
+		n.logger.Info("handed off leadership", "partitions", moved)
+	}
+}
