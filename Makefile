@@ -16,7 +16,7 @@ DATA_DIR ?= ./cosmosd-data
 TEST_TIMEOUT ?= 30m
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-unit fuzz-smoke lint proto run bench deps clean
+.PHONY: all build test test-unit fuzz-smoke lint proto run bench deps clean dist verify-unit
 
 all: build
 
@@ -32,6 +32,7 @@ deps:
 # test runs every test: unit, driver, cluster and fuzz smoke tests, with the
 # race detector.
 test: deps build
+	./scripts/verify-unit.sh
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	./scripts/fuzz-smoke.sh $(FUZZTIME)
 
@@ -58,6 +59,14 @@ run: build
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+
+# dist builds versioned static binaries, a tarball with the systemd unit and
+# the default configuration, and a Debian package into dist/.
+dist:
+	./scripts/dist.sh $(VERSION) $(COMMIT) $(DATE)
+
+verify-unit: build
+	./scripts/verify-unit.sh
 
 clean:
 	rm -rf bin dist

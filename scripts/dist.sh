@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the release artefacts into dist/: a tarball with static binaries,
+# the systemd unit and the default configuration, and a Debian package.
+# Usage: scripts/dist.sh VERSION COMMIT DATE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=${1:?version}; commit=${2:?commit}; date=${3:?date}
+pkg=github.com/cosmosd/cosmosd
+ldflags="-s -w -X $pkg/daemon.Version=$version -X $pkg/daemon.Commit=$commit -X $pkg/daemon.BuildDate=$date -X $pkg/ctl.Version=$version -X $pkg/ctl.Commit=$commit -X $pkg/ctl.BuildDate=$date"
+name=cosmosd-$version-linux-amd64
+out=dist/$name
+rm -rf "$out" && mkdir -p "$out/bin" "$out/systemd" "$out/etc/cosmosd"
+for cmd in cosmosd cosmosctl; do
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$ldflags" -o "$out/bin/$cmd" "./cmd/$cmd"
+done
+cp systemd/cosmosd.service "$out/systemd/"
+cp systemd/cosmosd.yaml "$out/etc/cosmosd/"
+tar -C dist -czf "dist/$name.tar.gz" "$name"
+
+# Debian package: binaries in /usr/bin, unit in /lib/systemd/system, the
+# configuration as a conffile, a system user created on install.
+deb=dist/deb
+rm -rf "$deb" && mkdir -p "$deb/DEBIAN" "$deb/usr/bin" "$deb/lib/systemd/system" "$deb/etc/cosmosd"
+cp "$out/bin/cosmosd" "$out/bin/cosmosctl" "$deb/usr/bin/"
+cp systemd/cosmosd.service "$deb/lib/systemd/system/"
+cp systemd/cosmosd.yaml "$deb/etc/cosmosd/"
+debversion=$(echo "$version" | sed 's/^v//; s/[^A-Za-z0-9.+~-]/./g'); case "$debversion" in [0-9]*) ;; *) debversion="0.0.0~$debversion";; esac
+cat > "$deb/DEBIAN/control" <<CONTROL
+Package: cosmosd
+Version: $debversion
+Section: database
+Priority: optional
+Architecture: amd64
+Maintainer: cosmosd maintainers <maintainers@cosmosd.invalid>
+Description: Cassandra-compatible database partitioned like Azure Cosmos DB
+ cosmosd speaks the CQL native protocol and partitions, replicates and
+ scales data the way Azure Cosmos DB's Cassandra API does.
+CONTROL
+echo /etc/cosmosd/cosmosd.yaml > "$deb/DEBIAN/conffiles"
+cat > "$deb/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+	getent group cosmosd >/dev/null || addgroup --system cosmosd
+	getent passwd cosmosd >/dev/null || adduser --system --ingroup cosmosd --home /var/lib/cosmosd --no-create-home cosmosd
+	if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+fi
+POSTINST
+chmod 0755 "$deb/DEBIAN/postinst"
+dpkg-deb --root-owner-group --build "$deb" "dist/cosmosd_${debversion}_amd64.deb" >/dev/null
+rm -rf "$deb"
+ls -1 dist/
