@@ -157,10 +157,13 @@ type Group interface {
 	// Propose replicates cmd and returns the Result of applying it on this
 	// replica, once the entry is committed and applied (and the batch that
 	// applied it is durable). It fails with ErrNotLeader (wrapped in a
-	// *NotLeaderError) when this replica cannot propose, and with the
-	// context's error when ctx ends first; in that case the command may still
-	// commit later. Callers that must not apply a command twice make it
-	// idempotent or conditional.
+	// *NotLeaderError) when this replica cannot propose or the command
+	// provably did not commit, with ErrAmbiguous when the replica lost track
+	// of the command, and with the context's error when ctx ends first (also
+	// wrapping ErrNoQuorum when the replica knows too few replicas are
+	// reachable); in the last two cases the command may still commit later.
+	// Callers that must not apply a command twice make it idempotent or
+	// conditional.
 	Propose(ctx context.Context, cmd []byte) (any, error)
 
 	// ReadIndex returns once this replica has applied every entry committed

@@ -1,0 +1,534 @@
+package raft
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cosmosd/cosmosd/consensus"
+	transportpb "github.com/cosmosd/cosmosd/proto/transport"
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+// Engine is the multi-raft engine of one node. See the package doc for the
+// model. All methods are safe for concurrent use.
+type Engine struct {
+	cfg       Config
+	transport Transport
+	sched     *scheduler
+	ids       atomic.Uint64
+
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // ticker, scheduler, snapshot sends
+
+	snapSends chan struct{} // semaphore of Config.MaxSnapshotSends
+	snapRecvs chan struct{} // semaphore of Config.MaxSnapshotRecvs
+
+	mu struct {
+		sync.RWMutex
+		groups   map[consensus.GroupID]*group
+		starting map[consensus.GroupID]bool
+		closed   bool
+	}
+	closeOnce sync.Once
+}
+
+var (
+	_ consensus.Engine = (*Engine)(nil)
+	_ Handler          = (*Engine)(nil)
+)
+
+// New starts an engine: its scheduler, its ticker (unless
+// TestingKnobs.ManualTicks) and its transport. Groups are started with
+// StartGroup; the daemon restarts the persisted ones (PersistedGroups).
+func New(cfg Config) (*Engine, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:       cfg,
+		snapSends: make(chan struct{}, cfg.MaxSnapshotSends),
+		snapRecvs: make(chan struct{}, cfg.MaxSnapshotRecvs),
+	}
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	// Proposal ids start at a random point so that ids of this process never
+	// meet those a previous incarnation left in the log.
+	e.ids.Store(binary.BigEndian.Uint64(seed[:]) >> 1)
+	e.mu.groups = map[consensus.GroupID]*group{}
+	e.mu.starting = map[consensus.GroupID]bool{}
+	if err := e.cleanSnapshotDir(); err != nil {
+		return nil, err
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	if cfg.TestingKnobs != nil && cfg.TestingKnobs.Transport != nil {
+		e.transport = cfg.TestingKnobs.Transport(e)
+	} else {
+		e.transport = newGRPCTransport(&e.cfg, e)
+	}
+	e.sched = newScheduler(e)
+	go e.sched.run()
+	if cfg.TestingKnobs == nil || !cfg.TestingKnobs.ManualTicks {
+		e.wg.Go(e.ticker)
+	}
+	return e, nil
+}
+
+// RegisterService registers the engine's internode transport service on s,
+// a server the daemon owns and shares with other internal services. The
+// server should allow messages of at least 16 MiB (grpc.MaxRecvMsgSize).
+func (e *Engine) RegisterService(s *grpc.Server) {
+	transportpb.RegisterRaftTransportServer(s, &grpcService{h: e, node: e.cfg.NodeID})
+}
+
+func (e *Engine) nextID() uint64 {
+	for {
+		if id := e.ids.Add(1); id != 0 {
+			return id
+		}
+	}
+}
+
+func (e *Engine) ticker() {
+	t := time.NewTicker(e.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+			e.Tick()
+		}
+	}
+}
+
+// Tick advances every group's raft clock by one tick. The engine's ticker
+// calls it every Config.TickInterval; tests with TestingKnobs.ManualTicks
+// call it themselves.
+func (e *Engine) Tick() {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, g := range e.mu.groups {
+		g.mu.Lock()
+		if g.mu.stopped {
+			g.mu.Unlock()
+			continue
+		}
+		g.mu.inbox.ticks++
+		wake := !g.mu.queued
+		g.mu.queued = true
+		g.mu.Unlock()
+		if wake {
+			e.sched.enqueue(g)
+		}
+	}
+}
+
+// PersistedGroup is a group with raft state on this node.
+type PersistedGroup struct {
+	ID        consensus.GroupID
+	ReplicaID consensus.ReplicaID
+}
+
+// PersistedGroups lists the groups with raft state in the store, for the
+// daemon to restart with StartGroup (empty Members) after a restart.
+func (e *Engine) PersistedGroups() ([]PersistedGroup, error) {
+	it, err := e.cfg.Storage.NewIter(storage.Span{Start: storage.GroupLocalSpan(0).Start, End: storage.GroupLocalSpan(^uint64(0)).End})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []PersistedGroup
+	for valid := it.First(); valid; {
+		g, ok := persistedGroupOf(it.Key())
+		if !ok {
+			return nil, fmt.Errorf("raft: %w: local key %x", ErrCorrupt, it.Key())
+		}
+		if st, err := e.loadApplyState(g); err != nil {
+			return nil, err
+		} else if st != nil {
+			out = append(out, PersistedGroup{ID: consensus.GroupID(g), ReplicaID: st.replicaID})
+		} else if m, err := e.loadInstall(g); err != nil {
+			return nil, err
+		} else if m != nil {
+			out = append(out, PersistedGroup{ID: consensus.GroupID(g), ReplicaID: consensus.ReplicaID(m.GetReplicaId())})
+		}
+		if g == ^uint64(0) {
+			break
+		}
+		valid = it.SeekGE(storage.GroupLocalSpan(g + 1).Start)
+	}
+	return out, it.Error()
+}
+
+func (e *Engine) loadApplyState(g uint64) (*applyState, error) {
+	raw, ok, err := e.cfg.Storage.Get(storage.RaftApplyStateKey(g))
+	if err != nil || !ok {
+		return nil, err
+	}
+	st, err := decodeApplyState(raw)
+	if err != nil {
+		return nil, fmt.Errorf("raft: group %d: %w", g, err)
+	}
+	return st, nil
+}
+
+// StartGroup implements consensus.Engine. A group with persisted state
+// resumes from it (cfg.Members is ignored; cfg.ReplicaID may be 0 or must
+// match). Otherwise non-empty Members bootstrap the group: every initial
+// replica starts from the same configuration at log index 1, which the
+// state machine receives as an EntryMembership. Empty Members start a
+// replica that joins an existing group: it persists its replica id and
+// waits for the leader's snapshot; the daemon starts it before proposing
+// AddLearner for it. Messages for groups not started on this node are
+// dropped (no lazy creation).
+func (e *Engine) StartGroup(ctx context.Context, cfg consensus.GroupConfig) (consensus.Group, error) {
+	if cfg.StateMachine == nil {
+		return nil, fmt.Errorf("raft: group %d: no state machine", cfg.ID)
+	}
+	e.mu.Lock()
+	switch {
+	case e.mu.closed:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("raft: group %d: engine closed: %w", cfg.ID, consensus.ErrStopped)
+	case e.mu.groups[cfg.ID] != nil || e.mu.starting[cfg.ID]:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("raft: group %d: %w", cfg.ID, consensus.ErrGroupExists)
+	}
+	e.mu.starting[cfg.ID] = true
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.mu.starting, cfg.ID)
+		e.mu.Unlock()
+	}()
+
+	g, err := e.openGroup(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("raft: group %d: %w", cfg.ID, err)
+	}
+	e.mu.Lock()
+	if e.mu.closed {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("raft: group %d: engine closed: %w", cfg.ID, consensus.ErrStopped)
+	}
+	e.mu.groups[cfg.ID] = g
+	e.mu.Unlock()
+	g.requeue()
+	return g, nil
+}
+
+func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
+	id := uint64(cfg.ID)
+	if m, err := e.loadInstall(id); err != nil {
+		return nil, err
+	} else if m != nil {
+		// A snapshot installation was interrupted: finish it first, so the
+		// state machine's spans and the raft state agree again.
+		if cfg.ReplicaID != 0 && consensus.ReplicaID(m.GetReplicaId()) != cfg.ReplicaID {
+			return nil, fmt.Errorf("persisted replica r%d, asked to start r%d", m.GetReplicaId(), cfg.ReplicaID)
+		}
+		st, _, err := e.completeInstall(id, m)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.StateMachine.Restore(m.GetStateMachineMeta(), st.appliedIndex); err != nil {
+			return nil, fmt.Errorf("restore state machine: %w", err)
+		}
+	}
+	st, err := e.loadApplyState(id)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		if st, err = e.bootstrap(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.ReplicaID != 0 && st.replicaID != cfg.ReplicaID {
+		return nil, fmt.Errorf("persisted replica r%d, asked to start r%d", st.replicaID, cfg.ReplicaID)
+	}
+	store, err := loadLogStore(e.cfg.Storage, id, st, e.cfg.EntryCacheEntries, e.cfg.EntryCacheBytes)
+	if err != nil {
+		return nil, err
+	}
+	g = &group{
+		id:          cfg.ID,
+		replicaID:   st.replicaID,
+		e:           e,
+		sm:          cfg.StateMachine,
+		log:         e.cfg.Logger.With("group", id, "replica", uint64(st.replicaID)),
+		stopped:     make(chan struct{}),
+		store:       store,
+		nodes:       map[consensus.ReplicaID]consensus.NodeID{},
+		members:     st.members,
+		lastHeard:   map[uint64]uint64{},
+		proposals:   map[uint64]*request{},
+		readBatches: map[uint64]*readBatch{},
+		snapSending: map[uint64]uint64{},
+	}
+	g.mu.changed = make(chan struct{})
+	g.mu.quorumOK = true
+	g.mu.status.ID, g.mu.status.ReplicaID = cfg.ID, st.replicaID
+	for _, m := range st.members {
+		g.nodes[m.ReplicaID] = m.NodeID
+	}
+	g.nodes[st.replicaID] = e.cfg.NodeID
+	readOnly := etcdraft.ReadOnlySafe
+	if e.cfg.LeaseReads {
+		readOnly = etcdraft.ReadOnlyLeaseBased
+	}
+	rc := &etcdraft.Config{
+		ID:                        uint64(st.replicaID),
+		ElectionTick:              e.cfg.ElectionTicks,
+		HeartbeatTick:             e.cfg.HeartbeatTicks,
+		Storage:                   store,
+		Applied:                   st.appliedIndex,
+		MaxSizePerMsg:             e.cfg.MaxSizePerMsg,
+		MaxCommittedSizePerReady:  e.cfg.MaxSizePerMsg,
+		MaxUncommittedEntriesSize: e.cfg.MaxUncommittedEntriesSize,
+		MaxInflightMsgs:           e.cfg.MaxInflightMsgs,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		ReadOnlyOption:            readOnly,
+		Logger:                    raftLogger{g.log},
+		// Only the leader proposes (see Propose); followers answer
+		// NotLeaderError so the router forwards. This also makes the term
+		// of a proposal's entry known to the proposer.
+		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("start raft: %v", p)
+		}
+	}()
+	g.rn, err = etcdraft.NewRawNode(rc)
+	if err != nil {
+		return nil, err
+	}
+	bs := g.rn.BasicStatus()
+	g.term, g.commit, g.lead, g.raftState = bs.GetTerm(), bs.GetCommit(), bs.Lead, bs.RaftState
+	g.publishStatus(true)
+	if cs := st.confState; len(cs.GetVoters()) == 1 && cs.GetVoters()[0] == uint64(st.replicaID) && len(cs.GetVotersOutgoing()) == 0 {
+		// A group of one voter need not wait an election timeout.
+		if err := g.rn.Campaign(); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// bootstrap persists the initial state of a group new to this node.
+func (e *Engine) bootstrap(cfg consensus.GroupConfig) (*applyState, error) {
+	if cfg.ReplicaID == 0 {
+		return nil, errors.New("no persisted state and no replica id")
+	}
+	id := uint64(cfg.ID)
+	b := e.cfg.Storage.NewBatch()
+	defer b.Close()
+	st := &applyState{replicaID: cfg.ReplicaID, confState: &pb.ConfState{}}
+	if len(cfg.Members) > 0 {
+		if err := validateMembers(cfg.Members, cfg.ReplicaID); err != nil {
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+		// Every initial replica starts with the same virtual entry 1 (term 1)
+		// holding the configuration, already applied and truncated; replicas
+		// added later receive a snapshot first, as index 1 is never in a log.
+		members := membersFromConfState(confStateFromMembers(cfg.Members), nodeMap(cfg.Members))
+		st.appliedIndex, st.appliedTerm, st.truncatedIndex, st.truncatedTerm = 1, 1, 1, 1
+		st.confState = confStateFromMembers(cfg.Members)
+		st.members = members
+		if _, err := cfg.StateMachine.Apply(b, []consensus.Entry{{Index: 1, Term: 1, Type: consensus.EntryMembership, Members: members}}); err != nil {
+			return nil, fmt.Errorf("bootstrap: apply membership: %w", err)
+		}
+		hs, err := proto.Marshal(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)})
+		if err != nil {
+			return nil, err
+		}
+		if err := b.Set(storage.RaftHardStateKey(id), hs); err != nil {
+			return nil, err
+		}
+	}
+	v, err := encodeApplyState(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Set(storage.RaftApplyStateKey(id), v); err != nil {
+		return nil, err
+	}
+	if err := b.Commit(true); err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	return st, nil
+}
+
+func nodeMap(ms []consensus.Replica) map[consensus.ReplicaID]consensus.NodeID {
+	out := make(map[consensus.ReplicaID]consensus.NodeID, len(ms))
+	for _, m := range ms {
+		out[m.ReplicaID] = m.NodeID
+	}
+	return out
+}
+
+// Group implements consensus.Engine.
+func (e *Engine) Group(id consensus.GroupID) (consensus.Group, bool) {
+	g := e.lookup(id)
+	if g == nil {
+		return nil, false
+	}
+	return g, true
+}
+
+func (e *Engine) lookup(id consensus.GroupID) *group {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.mu.groups[id]
+}
+
+// StopGroup implements consensus.Engine.
+func (e *Engine) StopGroup(id consensus.GroupID) error {
+	e.mu.Lock()
+	g := e.mu.groups[id]
+	delete(e.mu.groups, id)
+	e.mu.Unlock()
+	if g == nil {
+		return fmt.Errorf("raft: group %d: %w", id, consensus.ErrGroupNotFound)
+	}
+	g.stop()
+	return nil
+}
+
+// stop asks the scheduler to stop g and waits until it has.
+func (g *group) stop() {
+	g.mu.Lock()
+	wake := false
+	if !g.mu.stopped {
+		g.mu.inbox.stop = true
+		wake = !g.mu.queued
+		g.mu.queued = true
+	}
+	g.mu.Unlock()
+	if wake {
+		g.e.sched.enqueue(g)
+	}
+	<-g.stopped
+}
+
+// DestroyGroup implements consensus.Engine: it deletes the group's raft
+// log, hard state, apply state and any staged snapshot, not the state
+// machine's keys.
+func (e *Engine) DestroyGroup(id consensus.GroupID) error {
+	if err := e.StopGroup(id); err != nil && !errors.Is(err, consensus.ErrGroupNotFound) {
+		return err
+	}
+	if err := e.removeStaged(uint64(id)); err != nil {
+		return fmt.Errorf("raft: group %d: %w", id, err)
+	}
+	b := e.cfg.Storage.NewWriteBatch()
+	defer b.Close()
+	if err := b.DeleteSpan(engineSpan(uint64(id))); err != nil {
+		return err
+	}
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("raft: group %d: destroy: %w", id, err)
+	}
+	return nil
+}
+
+// Close implements consensus.Engine: it stops every group (failing their
+// pending requests with consensus.ErrStopped), then the transport and the
+// scheduler. It does not close the storage engine. Safe to call twice.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.mu.closed = true
+		groups := e.mu.groups
+		e.mu.groups = map[consensus.GroupID]*group{}
+		e.mu.Unlock()
+		for _, g := range groups {
+			g.stop()
+		}
+		e.cancel()
+		_ = e.transport.Close()
+		e.wg.Wait()
+		e.sched.close()
+	})
+	return nil
+}
+
+// HandleMessages implements Handler.
+func (e *Engine) HandleMessages(from consensus.NodeID, msgs []*transportpb.RaftMessage) {
+	var g *group
+	for _, rm := range msgs {
+		if g == nil || g.id != consensus.GroupID(rm.GetGroup()) {
+			if g = e.lookup(consensus.GroupID(rm.GetGroup())); g == nil {
+				continue
+			}
+		}
+		if uint64(g.replicaID) != rm.GetToReplica() {
+			continue // a message for a replica this node no longer hosts
+		}
+		m, err := decodeMessage(rm)
+		if err != nil || m.GetType() == pb.MsgSnap {
+			e.cfg.Logger.Debug("dropped malformed message", "node", uint64(from), "group", rm.GetGroup(), "err", err)
+			continue
+		}
+		g.deliver(inMsg{m: m, from: from})
+	}
+}
+
+func (g *group) deliver(m inMsg) {
+	g.mu.Lock()
+	if g.mu.stopped || len(g.mu.inbox.msgs) >= g.e.cfg.MaxInboxMessages {
+		g.mu.Unlock()
+		return
+	}
+	g.mu.inbox.msgs = append(g.mu.inbox.msgs, m)
+	wake := !g.mu.queued
+	g.mu.queued = true
+	g.mu.Unlock()
+	if wake {
+		g.e.sched.enqueue(g)
+	}
+}
+
+// ReportUnreachable implements Handler.
+func (e *Engine) ReportUnreachable(to consensus.NodeID, msgs []*transportpb.RaftMessage) {
+	seen := map[[2]uint64]bool{}
+	for _, rm := range msgs {
+		k := [2]uint64{rm.GetGroup(), rm.GetToReplica()}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		g := e.lookup(consensus.GroupID(rm.GetGroup()))
+		if g == nil || uint64(g.replicaID) != rm.GetFromReplica() {
+			continue
+		}
+		g.mu.Lock()
+		if !g.mu.stopped {
+			g.mu.inbox.unreachable = append(g.mu.inbox.unreachable, rm.GetToReplica())
+			wake := !g.mu.queued
+			g.mu.queued = true
+			g.mu.Unlock()
+			if wake {
+				e.sched.enqueue(g)
+			}
+			continue
+		}
+		g.mu.Unlock()
+	}
+}

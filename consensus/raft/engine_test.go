@@ -1,0 +1,124 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/cosmosd/cosmosd/consensus"
+	"github.com/cosmosd/cosmosd/consensus/consensustest"
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+// TestPersistedGroups: the engine lists every group with raft state on the
+// node (bootstrapped or joining), not destroyed ones, with its replica id,
+// so the daemon can restart them; a restarted group may omit its replica
+// id but not contradict it.
+func TestPersistedGroups(t *testing.T) {
+	dir := t.TempDir()
+	st, err := storage.Open(storage.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	net := newMemNet(1)
+	defer net.close()
+	e, err := New(testConfig(1, st, net))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(e *Engine, id consensus.GroupID, replica consensus.ReplicaID, members []consensus.Replica) error {
+		kv, err := consensustest.NewKV(st, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.StartGroup(context.Background(), consensus.GroupConfig{ID: id, ReplicaID: replica, Members: members, StateMachine: kv})
+		return err
+	}
+	self := []consensus.Replica{{ReplicaID: 1, NodeID: 1}}
+	for _, id := range []consensus.GroupID{1, 2, 1 << 40} {
+		if err := start(e, id, 1, self); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := start(e, 7, 4, nil); err != nil { // joining, waits for a snapshot
+		t.Fatal(err)
+	}
+	if err := e.DestroyGroup(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+
+	e, err = New(testConfig(1, st, net))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	got, err := e.PersistedGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PersistedGroup{{1, 1}, {7, 4}, {1 << 40, 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("PersistedGroups() = %v, want %v", got, want)
+	}
+	if err := start(e, 7, 5, nil); err == nil {
+		t.Fatal("restarting a group under another replica id succeeded")
+	}
+	if err := start(e, 7, 0, nil); err != nil {
+		t.Fatalf("restart without replica id: %v", err)
+	}
+	if err := start(e, 1, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := e.Group(1)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if _, err := g.Propose(ctx, consensustest.Put("k", "v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := start(e, 9, 0, nil); err == nil {
+		t.Fatal("starting a new group without replica id succeeded")
+	}
+	if _, err := e.StartGroup(context.Background(), consensus.GroupConfig{ID: 10, ReplicaID: 1}); err == nil {
+		t.Fatal("StartGroup without a state machine succeeded")
+	}
+	if err := start(e, 11, 1, []consensus.Replica{{ReplicaID: 2, NodeID: 2}}); err == nil {
+		t.Fatal("bootstrap without the local replica succeeded")
+	}
+}
+
+// TestUnknownGroupDropped: messages for a group the node does not run are
+// dropped, and a joining replica started with empty members catches up
+// once it is added.
+func TestUnknownGroupDropped(t *testing.T) {
+	c, _ := newTestCluster(t, 4, nil)
+	members := c.Members()[:3]
+	for n := 1; n <= 3; n++ {
+		c.StartGroupOn(n, 1, members)
+	}
+	c.MustPropose(1, consensustest.Put("k", "v"))
+	// Node 4 runs no replica of group 1: adding it as a learner makes the
+	// leader send it messages, which it drops, so it stays empty.
+	changeReplicas(t, c, 1, []int{1, 2, 3}, consensus.ReplicaChange{Type: consensus.AddLearner, Replica: consensus.Replica{ReplicaID: 4, NodeID: 4, Learner: true}})
+	if g := c.Group(4, 1); g != nil {
+		t.Fatal("node 4 runs group 1")
+	}
+	c.StartGroupOn(4, 1, nil)
+	eventually(t, waitTimeout, func() error {
+		if v, ok, _ := c.KV(4, 1).Read("k"); !ok || v != "v" {
+			return errors.New("learner has not caught up")
+		}
+		if st := c.Group(4, 1).Status(); len(st.Members) != 4 || !st.Members[3].Learner {
+			return fmt.Errorf("learner sees members %v", st.Members)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,400 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosmosd/cosmosd/consensus"
+	"github.com/cosmosd/cosmosd/consensus/consensustest"
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+// TestLeaderLoss: the leader's node crashes; the other three elect a leader
+// and keep accepting writes; the old node returns and catches up.
+func TestLeaderLoss(t *testing.T) {
+	c, _ := newTestCluster(t, 4, nil)
+	c.StartGroup(1, c.Members())
+	c.MustPropose(1, consensustest.Put("a", "1"))
+	old := c.Leader(1)
+	c.StopNode(old)
+	rest := without([]int{1, 2, 3, 4}, old)
+	for i := range 10 {
+		mustProposeAmong(t, c, 1, rest, consensustest.Put(fmt.Sprintf("b%d", i), "2"))
+	}
+	if l := waitLeader(t, c, 1, rest...); l == old {
+		t.Fatalf("stopped node %d still leads", old)
+	}
+	c.StartNode(old, 1)
+	c.CheckConverged(1)
+	for i := range 10 {
+		if v, ok := readOn(t, c, old, 1, fmt.Sprintf("b%d", i)); !ok || v != "2" {
+			t.Fatalf("restarted node %d: b%d = %q %v", old, i, v, ok)
+		}
+	}
+}
+
+// TestMinorityPartition: a cut-off follower does not stop writes; a
+// cut-off leader loses leadership to the majority, its pending proposal
+// fails (never succeeds), and both catch up when the partition heals.
+func TestMinorityPartition(t *testing.T) {
+	c, net := newTestCluster(t, 4, nil)
+	c.StartGroup(1, c.Members())
+	leader := c.Leader(1)
+	follower := without([]int{1, 2, 3, 4}, leader)[0]
+	net.isolate(consensus.NodeID(follower))
+	for i := range 10 {
+		mustProposeAmong(t, c, 1, without([]int{1, 2, 3, 4}, follower), consensustest.Put(fmt.Sprintf("f%d", i), "x"))
+	}
+	net.heal()
+	c.CheckConverged(1)
+	if v, ok := readOn(t, c, follower, 1, "f9"); !ok || v != "x" {
+		t.Fatalf("healed follower: f9 = %q %v", v, ok)
+	}
+
+	leader = c.Leader(1)
+	net.isolate(consensus.NodeID(leader))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	_, err := c.Group(leader, 1).Propose(ctx, consensustest.Put("lost", "x"))
+	cancel()
+	var nl *consensus.NotLeaderError
+	if err == nil || !(errors.As(err, &nl) || errors.Is(err, consensus.ErrNoQuorum)) {
+		t.Fatalf("propose on an isolated leader: %v, want NotLeaderError or ErrNoQuorum", err)
+	}
+	majority := without([]int{1, 2, 3, 4}, leader)
+	newLeader := waitLeader(t, c, 1, majority...)
+	mustProposeAmong(t, c, 1, majority, consensustest.Put("after", "y"))
+	net.heal()
+	waitLeader(t, c, 1, 1, 2, 3, 4)
+	c.CheckConverged(1)
+	if v, ok := readOn(t, c, leader, 1, "after"); !ok || v != "y" {
+		t.Fatalf("old leader %d (new leader %d): after = %q %v", leader, newLeader, v, ok)
+	}
+}
+
+// TestNoQuorum: with two of four replicas unreachable (a 2|2 partition, then
+// two crashed nodes) every request fails within its deadline with an error
+// that names the group and wraps consensus.ErrNoQuorum (or, on a replica
+// that still knows a leader, NotLeaderError); nothing hangs and nothing
+// reports success. Writes resume once a quorum is back.
+func TestNoQuorum(t *testing.T) {
+	c, net := newTestCluster(t, 4, nil)
+	c.StartGroup(1, c.Members())
+	c.MustPropose(1, consensustest.Put("k", "0"))
+	leader := c.Leader(1)
+	other := without([]int{1, 2, 3, 4}, leader)
+	net.partition(ids(leader, other[0]), ids(other[1], other[2]))
+
+	const deadline = time.Second
+	// check runs the requests concurrently; each must fail in time.
+	type request struct {
+		node int
+		op   string
+		f    func(ctx context.Context) error
+	}
+	check := func(reqs ...request) {
+		t.Helper()
+		errs := make([]error, len(reqs))
+		var wg sync.WaitGroup
+		for i, r := range reqs {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				start := time.Now()
+				err := r.f(ctx)
+				took := time.Since(start)
+				var nl *consensus.NotLeaderError
+				switch {
+				case took > deadline+500*time.Millisecond:
+					errs[i] = fmt.Errorf("took %v with a %v deadline (%v)", took, deadline, err)
+				case err == nil:
+					errs[i] = errors.New("succeeded without a quorum")
+				case errors.As(err, &nl):
+				case errors.Is(err, consensus.ErrNoQuorum) && errors.Is(err, context.DeadlineExceeded):
+					if !strings.Contains(err.Error(), "group 1") {
+						errs[i] = fmt.Errorf("%q does not name the group", err)
+					}
+				default:
+					errs[i] = fmt.Errorf("%w, want ErrNoQuorum or NotLeaderError", err)
+				}
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("node %d: %s: %v", reqs[i].node, reqs[i].op, err)
+			}
+		}
+	}
+	propose := func(n int, val string) request {
+		g := c.Group(n, 1)
+		return request{n, "propose", func(ctx context.Context) error {
+			_, err := g.Propose(ctx, consensustest.Put("k", val))
+			return err
+		}}
+	}
+	readIndex := func(n int) request {
+		g := c.Group(n, 1)
+		return request{n, "read index", func(ctx context.Context) error { return g.ReadIndex(ctx) }}
+	}
+	for round := range 2 {
+		var reqs []request
+		for n := 1; n <= 4; n++ {
+			reqs = append(reqs, propose(n, fmt.Sprint(round)), readIndex(n))
+		}
+		check(reqs...)
+	}
+	// After an election timeout nobody leads: every replica answers
+	// ErrNoQuorum at its deadline.
+	eventually(t, waitTimeout, func() error {
+		for n := 1; n <= 4; n++ {
+			if l := c.Group(n, 1).Status().Leader; l != 0 {
+				return fmt.Errorf("node %d still sees leader %d", n, l)
+			}
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	_, err := c.Group(leader, 1).Propose(ctx, consensustest.Put("k", "x"))
+	cancel()
+	if !errors.Is(err, consensus.ErrNoQuorum) {
+		t.Fatalf("propose without leader: %v, want ErrNoQuorum", err)
+	}
+
+	net.heal()
+	c.MustPropose(1, consensustest.Put("k", "healed"))
+
+	// Two crashed nodes.
+	down := without([]int{1, 2, 3, 4}, c.Leader(1))[:2]
+	for _, n := range down {
+		c.StopNode(n)
+	}
+	up := without([]int{1, 2, 3, 4}, down...)
+	check(propose(up[0], "down"), propose(up[1], "down"), readIndex(up[0]), readIndex(up[1]))
+	for _, n := range down {
+		c.StartNode(n, 1)
+	}
+	c.MustPropose(1, consensustest.Put("k", "back"))
+	c.CheckConverged(1)
+	for n := 1; n <= 4; n++ {
+		if v, _ := readOn(t, c, n, 1, "k"); v != "back" {
+			t.Fatalf("node %d: k = %q", n, v)
+		}
+	}
+}
+
+// TestDroppedProposalFailsPromptly: a proposal appended by a leader that is
+// then cut off is overwritten by the new leader's log; when the old leader
+// rejoins and applies the entry at that index, the proposal fails with
+// NotLeaderError at once, long before its deadline.
+func TestDroppedProposalFailsPromptly(t *testing.T) {
+	c, net := newTestCluster(t, 4, nil)
+	c.StartGroup(1, c.Members())
+	c.MustPropose(1, consensustest.Put("k", "0"))
+	leader := c.Leader(1)
+	net.isolate(consensus.NodeID(leader))
+	type res struct {
+		err  error
+		took time.Duration
+	}
+	done := make(chan res, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := c.Group(leader, 1).Propose(ctx, consensustest.Put("k", "lost"))
+		done <- res{err, time.Since(start)}
+	}()
+	majority := without([]int{1, 2, 3, 4}, leader)
+	waitLeader(t, c, 1, majority...)
+	for i := range 5 {
+		mustProposeAmong(t, c, 1, majority, consensustest.Put("k", fmt.Sprint(i)))
+	}
+	net.heal()
+	var r res
+	select {
+	case r = <-done:
+	case <-time.After(waitTimeout):
+		t.Fatal("dropped proposal still pending")
+	}
+	var nl *consensus.NotLeaderError
+	if !errors.As(r.err, &nl) {
+		t.Fatalf("dropped proposal: %v after %v, want NotLeaderError", r.err, r.took)
+	}
+	c.CheckConverged(1)
+	if v, _ := readOn(t, c, leader, 1, "k"); v != "4" {
+		t.Fatalf("k = %q, want 4 (the dropped write must not apply)", v)
+	}
+}
+
+// TestCatchUp restarts a follower that missed many entries, with the log
+// kept (it replays the log) and with the log truncated (it needs a
+// snapshot).
+func TestCatchUp(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		truncate    bool
+		wantRestore bool
+	}{
+		{"LogKept", false, false},
+		{"LogTruncated", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newTestCluster(t, 4, func(cfg *Config) {
+				if tc.truncate {
+					cfg.LogTruncateEntries, cfg.LogRetainEntries = 20, 5
+				} else {
+					cfg.TestingKnobs.DisableTruncation = true
+				}
+			})
+			c.StartGroup(1, c.Members())
+			c.MustPropose(1, consensustest.Put("k", "first"))
+			leader := c.Leader(1)
+			follower := without([]int{1, 2, 3, 4}, leader)[0]
+			c.StopNode(follower)
+			rest := without([]int{1, 2, 3, 4}, follower)
+			for i := range 120 {
+				mustProposeAmong(t, c, 1, rest, consensustest.Put(fmt.Sprintf("k%d", i), fmt.Sprint(i)))
+			}
+			if tc.truncate {
+				// Once the leader no longer counts the stopped follower as
+				// recently active, it truncates past it.
+				filler := 0
+				eventually(t, waitTimeout, func() error {
+					if first := firstLogIndex(t, c.Store(leader), 1); first < 50 {
+						filler++
+						mustProposeAmong(t, c, 1, rest, consensustest.Put("filler", fmt.Sprint(filler)))
+						return fmt.Errorf("leader log starts at %d", first)
+					}
+					return nil
+				})
+			} else if first := firstLogIndex(t, c.Store(leader), 1); first > 2 {
+				t.Fatalf("leader log starts at %d with truncation disabled", first)
+			}
+			c.StartNode(follower, 1)
+			c.CheckConverged(1)
+			for i := range 120 {
+				if v, ok := readOn(t, c, follower, 1, fmt.Sprintf("k%d", i)); !ok || v != fmt.Sprint(i) {
+					t.Fatalf("follower %d: k%d = %q %v", follower, i, v, ok)
+				}
+			}
+			if got := c.KV(follower, 1).Restores() > 0; got != tc.wantRestore {
+				t.Fatalf("follower restored a snapshot: %v, want %v", got, tc.wantRestore)
+			}
+			// The follower's own log is truncated too once it applies enough.
+			for i := range 40 {
+				c.MustPropose(1, consensustest.Put("more", fmt.Sprint(i)))
+			}
+			c.CheckConverged(1)
+		})
+	}
+}
+
+// firstLogIndex returns the index of the first raft log entry of group in
+// st (0 when the log is empty).
+func firstLogIndex(t *testing.T, st *storage.Engine, group uint64) uint64 {
+	t.Helper()
+	it, err := st.NewIter(storage.RaftLogSpan(group, 0, ^uint64(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if !it.First() {
+		return 0
+	}
+	idx, err := storage.RaftLogIndex(it.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
+// TestFaultyNetwork: with messages dropped, duplicated, delayed and
+// reordered, concurrent writers still get every acknowledged write applied
+// exactly once on every replica.
+func TestFaultyNetwork(t *testing.T) {
+	c, net := newTestCluster(t, 4, nil)
+	c.StartGroup(1, c.Members())
+	c.Leader(1)
+	net.faults(0.1, 0.1, 20*time.Millisecond)
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 40 {
+				key := fmt.Sprintf("w%d-%d", w, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := proposeAmong(ctx, c, 1, []int{1, 2, 3, 4}, consensustest.Append("log", key))
+				cancel()
+				if err == nil {
+					mu.Lock()
+					acked[key] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	net.faults(0, 0, 0)
+	st := net.stats()
+	t.Logf("acked %d of 160 appends; network: %+v", len(acked), st)
+	if len(acked) < 80 {
+		t.Fatalf("only %d of 160 writes acknowledged", len(acked))
+	}
+	c.MustPropose(1, consensustest.Put("end", "x"))
+	c.CheckConverged(1)
+	for n := 1; n <= 4; n++ {
+		readOn(t, c, n, 1, "end")
+		list, err := c.KV(n, 1).List("log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for _, v := range list {
+			seen[v]++
+		}
+		for k := range acked {
+			if seen[k] != 1 {
+				t.Fatalf("node %d: acknowledged append %s applied %d times", n, k, seen[k])
+			}
+		}
+		for k, cnt := range seen {
+			if cnt != 1 {
+				t.Fatalf("node %d: append %s applied %d times", n, k, cnt)
+			}
+		}
+	}
+}
+
+// TestManualTicks: with the ticker off, no election happens until the test
+// ticks; then one does.
+func TestManualTicks(t *testing.T) {
+	c, _ := newTestCluster(t, 4, func(cfg *Config) { cfg.TestingKnobs.ManualTicks = true })
+	c.StartGroup(1, c.Members())
+	for n := 1; n <= 4; n++ {
+		if l := c.Group(n, 1).Status().Leader; l != 0 {
+			t.Fatalf("node %d sees leader %d before any tick", n, l)
+		}
+	}
+	ticks := 0
+	eventually(t, waitTimeout, func() error {
+		for n := 1; n <= 4; n++ {
+			rawEngine(c, n).Tick()
+		}
+		ticks++
+		for n := 1; n <= 4; n++ {
+			if c.Group(n, 1).Status().IsLeader() {
+				return nil
+			}
+		}
+		return errors.New("no leader yet")
+	})
+	if ticks < 10 {
+		t.Fatalf("leader elected after %d ticks, below the election timeout", ticks)
+	}
+}

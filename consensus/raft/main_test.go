@@ -1,0 +1,78 @@
+package raft
+
+import (
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/cosmosd/cosmosd/consensus"
+	"github.com/cosmosd/cosmosd/consensus/consensustest"
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testLogger logs to stderr when COSMOSD_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("COSMOSD_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return nil
+}
+
+// testConfig is the engine configuration of tests: fast ticks so that
+// elections take a fraction of a second.
+func testConfig(node consensus.NodeID, st *storage.Engine, net *memNet) Config {
+	cfg := Config{
+		NodeID:       node,
+		Storage:      st,
+		TickInterval: 10 * time.Millisecond,
+		Logger:       testLogger(),
+	}
+	if net != nil {
+		cfg.TestingKnobs = &TestingKnobs{Transport: net.transport(node)}
+	}
+	return cfg
+}
+
+// memHarness runs engines on one memNet per cluster; tweak adjusts each
+// engine's configuration.
+func memHarness(replicas int, tweak func(*Config)) (consensustest.Harness, func(t *testing.T) *memNet) {
+	var nets = map[*testing.T]*memNet{}
+	h := consensustest.Harness{
+		Replicas: replicas,
+		NewCluster: func(t *testing.T) func(consensus.NodeID, *storage.Engine) (consensus.Engine, error) {
+			net := newMemNet(time.Now().UnixNano())
+			t.Cleanup(net.close)
+			nets[t] = net
+			return func(node consensus.NodeID, st *storage.Engine) (consensus.Engine, error) {
+				cfg := testConfig(node, st, net)
+				if tweak != nil {
+					tweak(&cfg)
+				}
+				return New(cfg)
+			}
+		},
+	}
+	return h, func(t *testing.T) *memNet { return nets[t] }
+}
+
+func TestConformanceOneReplica(t *testing.T) {
+	h, _ := memHarness(1, nil)
+	consensustest.RunEngineConformance(t, h)
+}
+
+func TestConformanceFourReplicas(t *testing.T) {
+	h, _ := memHarness(4, nil)
+	consensustest.RunEngineConformance(t, h)
+}
+
+// TestConformanceLeaseReads runs the suite with leader-lease reads
+// (raft's ReadOnlyLeaseBased).
+func TestConformanceLeaseReads(t *testing.T) {
+	h, _ := memHarness(4, func(cfg *Config) { cfg.LeaseReads = true })
+	consensustest.RunEngineConformance(t, h)
+}

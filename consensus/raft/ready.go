@@ -1,0 +1,582 @@
+package raft
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cosmosd/cosmosd/consensus"
+	transportpb "github.com/cosmosd/cosmosd/proto/transport"
+	"github.com/cosmosd/cosmosd/storage"
+)
+
+// groupWork is what preparing one group in a cycle produced for the
+// commit and finish phases (see scheduler.go).
+type groupWork struct {
+	g  *group
+	rd etcdraft.Ready
+	// raftBatch persists hard state and entries; applyBatch holds the state
+	// machine's writes of the committed entries with the apply state (and a
+	// log truncation). The scheduler commits every raft batch of a cycle
+	// before any apply batch, so on disk the applied index never passes the
+	// persisted log and commit index.
+	raftBatch  *storage.Batch
+	applyBatch *storage.Batch
+	needSync   bool
+	// early are messages that may leave before the cycle's writes are
+	// durable; out must wait for them (see scheduler.cycle).
+	early     []outMsg
+	out       []outMsg
+	snaps     []*snapCapture
+	applied   []appliedReq
+	newState  *applyState
+	leftJoint bool
+	ticked    bool
+}
+
+type outMsg struct {
+	node consensus.NodeID
+	m    *transportpb.RaftMessage
+}
+
+// appliedReq is a local request whose entry this cycle applies.
+type appliedReq struct {
+	r   *request
+	res consensus.Result
+}
+
+func (w *groupWork) close() {
+	if w.raftBatch != nil {
+		_ = w.raftBatch.Close()
+		w.raftBatch = nil
+	}
+	if w.applyBatch != nil {
+		_ = w.applyBatch.Close()
+		w.applyBatch = nil
+	}
+	for _, s := range w.snaps {
+		s.close()
+	}
+	w.snaps = nil
+}
+
+// prepare runs phase 1 of a cycle for g: it feeds raft everything that
+// arrived since the last cycle, takes a Ready, installs an incoming
+// snapshot, builds the batches that persist raft state and apply committed
+// entries, and encodes outbound messages. It returns nil when g has nothing
+// to persist or send.
+func (g *group) prepare() (w *groupWork) {
+	g.mu.Lock()
+	in := g.mu.inbox
+	g.mu.inbox = inbox{}
+	g.mu.queued = false
+	g.mu.Unlock()
+
+	if g.failed != nil || in.stop {
+		g.finishStop(in)
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if w != nil {
+				w.close()
+			}
+			w = nil
+			g.fail(fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+		}
+	}()
+
+	for _, im := range in.msgs {
+		from := consensus.ReplicaID(im.m.GetFrom())
+		if _, ok := g.nodes[from]; !ok {
+			// A replica learns its peers' nodes from the configuration; a
+			// new learner that has not received its snapshot yet knows no
+			// configuration and answers the leader by the node that sent.
+			g.nodes[from] = im.from
+		}
+		g.lastHeard[im.m.GetFrom()] = g.ticks
+		if err := g.rn.Step(im.m); err != nil {
+			g.log.Debug("step failed", "type", im.m.GetType().String(), "from", im.m.GetFrom(), "err", err)
+		}
+	}
+	for range in.ticks {
+		g.rn.Tick()
+		g.ticks++
+	}
+	for _, s := range in.snapStatus {
+		delete(g.snapSending, s.replica)
+		st := etcdraft.SnapshotFinish
+		if !s.ok {
+			st = etcdraft.SnapshotFailure
+		}
+		g.rn.ReportSnapshot(s.replica, st)
+	}
+	for _, r := range in.unreachable {
+		g.rn.ReportUnreachable(r)
+	}
+	for _, s := range in.snaps {
+		if g.inSnap != nil {
+			s.finish(false, fmt.Errorf("raft: group %d: another snapshot is being installed", g.id))
+			continue
+		}
+		if err := g.rn.Step(s.msg); err != nil {
+			s.finish(false, fmt.Errorf("raft: group %d: step snapshot: %w", g.id, err))
+			continue
+		}
+		g.inSnap = s
+	}
+	g.handleRequests(in.requests, in.ticks > 0)
+	if in.ticks > 0 {
+		g.onTick()
+	}
+	if !g.rn.HasReady() {
+		g.dropIgnoredSnapshot()
+		g.publishStatus(in.ticks > 0)
+		return nil
+	}
+
+	rd := g.rn.Ready()
+	w = &groupWork{g: g, rd: rd, needSync: rd.MustSync, ticked: in.ticks > 0}
+	if rd.SoftState != nil {
+		g.onSoftState(rd.SoftState)
+	}
+	if !etcdraft.IsEmptyHardState(rd.HardState) {
+		g.term, g.commit = rd.GetTerm(), rd.GetCommit()
+	}
+	if g.proposedThisPass {
+		g.indexProposals(rd.Entries)
+	}
+	if !etcdraft.IsEmptySnap(rd.Snapshot) {
+		if err := g.installSnapshot(rd); err != nil {
+			w.close()
+			g.fail(err)
+			return nil
+		}
+		w.needSync = true
+	}
+	g.dropIgnoredSnapshot()
+
+	for _, m := range rd.Messages {
+		if m.GetType() == pb.MsgSnap {
+			g.captureSnapshot(w, m)
+			continue
+		}
+		node := g.nodes[consensus.ReplicaID(m.GetTo())]
+		if node == 0 {
+			g.log.Debug("no node known for replica", "replica", m.GetTo())
+			continue
+		}
+		rm, err := encodeMessage(g.id, m)
+		if err != nil {
+			w.close()
+			g.fail(err)
+			return nil
+		}
+		if mustFollowPersist(m.GetType()) {
+			w.out = append(w.out, outMsg{node: node, m: rm})
+		} else {
+			w.early = append(w.early, outMsg{node: node, m: rm})
+		}
+	}
+	for _, rs := range rd.ReadStates {
+		g.onReadState(rs)
+	}
+	if len(rd.Entries) > 0 || !etcdraft.IsEmptyHardState(rd.HardState) {
+		w.raftBatch = g.e.cfg.Storage.NewWriteBatch()
+		if err := g.writeRaftState(w.raftBatch, rd); err != nil {
+			w.close()
+			g.fail(err)
+			return nil
+		}
+	}
+	if len(rd.CommittedEntries) > 0 {
+		if err := g.applyEntries(w, rd.CommittedEntries); err != nil {
+			w.close()
+			g.fail(err)
+			return nil
+		}
+		// consensus.Group promises that a proposal's result is returned only
+		// once the batch that applied it is durable.
+		w.needSync = true
+	}
+	return w
+}
+
+// mustFollowPersist reports whether a message acknowledges state that must
+// be durable before it leaves: a follower's append acknowledgement and vote
+// responses (etcd raft keeps exactly these in msgsAfterAppend). Everything
+// else, notably the leader's appends, may be sent while the local write is
+// in progress (raft thesis §10.2.1; etcd raft's asynchronous storage mode
+// does the same): the leader counts its own copy toward a quorum only after
+// Advance, which follows the fsync.
+func mustFollowPersist(t pb.MessageType) bool {
+	return t == pb.MsgAppResp || t == pb.MsgVoteResp || t == pb.MsgPreVoteResp
+}
+
+func (g *group) writeRaftState(b *storage.Batch, rd etcdraft.Ready) error {
+	if !etcdraft.IsEmptyHardState(rd.HardState) {
+		v, err := proto.Marshal(rd.HardState)
+		if err != nil {
+			return err
+		}
+		if err := b.Set(storage.RaftHardStateKey(uint64(g.id)), v); err != nil {
+			return err
+		}
+	}
+	return g.store.writeEntries(b, rd.Entries)
+}
+
+// finish runs phase 3 for g after the cycle's batches were committed with
+// result err: it updates the in-memory log view, advances raft, answers
+// the requests this cycle completed and starts snapshot sends. Outbound
+// messages are sent by the scheduler.
+func (g *group) finish(w *groupWork, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.close()
+			g.fail(fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+		}
+	}()
+	if err != nil {
+		w.close()
+		g.fail(fmt.Errorf("commit raft state: %w", err))
+		return
+	}
+	rd := w.rd
+	if !etcdraft.IsEmptyHardState(rd.HardState) {
+		g.store.setHardState(rd.HardState)
+	}
+	g.store.appended(rd.Entries)
+	if w.newState != nil {
+		old := g.store.state.truncatedIndex
+		g.store.state = w.newState
+		if w.newState.truncatedIndex != old {
+			g.store.truncated(old)
+		}
+	}
+	g.rn.Advance(rd)
+	// Publish before answering, so a caller sees its write in Status.
+	g.publishStatus(w.ticked)
+
+	for _, a := range w.applied {
+		r := a.r
+		switch r.kind {
+		case reqPropose:
+			delete(g.proposals, r.id)
+			r.finish(a.res.Value, a.res.Err)
+		case reqChange:
+			if isJoint(g.store.state.confState) {
+				r.leaveJoint = true
+				continue
+			}
+			delete(g.proposals, r.id)
+			r.finish(nil, nil)
+		}
+	}
+	applied := g.store.state.appliedIndex
+	for id, r := range g.proposals {
+		switch {
+		case r.leaveJoint:
+			if w.leftJoint {
+				delete(g.proposals, id)
+				r.finish(nil, nil)
+			}
+		case r.index != 0 && r.index <= applied:
+			// Another entry was applied at the proposal's index: the
+			// proposal was overwritten by a new leader and never commits.
+			delete(g.proposals, id)
+			r.finish(nil, g.notLeader(g.lead))
+		}
+	}
+	g.resolveReads()
+	for _, s := range w.snaps {
+		g.e.startSnapshotSend(s)
+	}
+	w.snaps = nil
+	if g.rn.HasReady() || g.pendingRetry {
+		g.requeue()
+	}
+}
+
+// requeue schedules g for the next cycle.
+func (g *group) requeue() {
+	g.mu.Lock()
+	wake := !g.mu.queued && !g.mu.stopped
+	g.mu.queued = g.mu.queued || wake
+	g.mu.Unlock()
+	if wake {
+		g.e.sched.enqueue(g)
+	}
+}
+
+// applyEntries hands committed entries to the state machine, writing into
+// a new apply batch together with the resulting apply state.
+func (g *group) applyEntries(w *groupWork, ents []*pb.Entry) error {
+	st := *g.store.state
+	entries := make([]consensus.Entry, len(ents))
+	ids := make([]uint64, len(ents))
+	wasJoint := isJoint(st.confState)
+	for i, e := range ents {
+		ce := consensus.Entry{Index: e.GetIndex(), Term: e.GetTerm()}
+		switch e.GetType() {
+		case pb.EntryNormal:
+			if len(e.GetData()) == 0 {
+				ce.Type = consensus.EntryEmpty
+				break
+			}
+			id, cmd, err := decodeEntryData(e.GetData())
+			if err != nil {
+				return fmt.Errorf("apply entry %d: %w", e.GetIndex(), err)
+			}
+			ce.Type, ce.Data, ids[i] = consensus.EntryCommand, cmd, id
+		case pb.EntryConfChange, pb.EntryConfChangeV2:
+			cc, err := decodeConfChange(e)
+			if err != nil {
+				return err
+			}
+			cctx, ms, err := decodeConfChangeContext(cc.AsV2().GetContext())
+			if err != nil {
+				return fmt.Errorf("apply entry %d: %w", e.GetIndex(), err)
+			}
+			for _, m := range ms {
+				g.nodes[m.ReplicaID] = m.NodeID
+			}
+			cs := g.rn.ApplyConfChange(cc)
+			st.confState = cs
+			g.members = membersFromConfState(cs, g.nodes)
+			st.members = g.members
+			ce.Type, ce.Members, ids[i] = consensus.EntryMembership, append([]consensus.Replica(nil), g.members...), cctx.GetProposalId()
+			g.log.Info("membership changed", "index", e.GetIndex(), "members", fmt.Sprint(g.members))
+		default:
+			return fmt.Errorf("apply entry %d: %w: entry type %v", e.GetIndex(), ErrCorrupt, e.GetType())
+		}
+		entries[i] = ce
+	}
+	if wasJoint && !isJoint(st.confState) {
+		w.leftJoint = true
+	}
+	b := g.e.cfg.Storage.NewBatch()
+	w.applyBatch = b
+	results, err := g.sm.Apply(b, entries)
+	if err != nil {
+		return fmt.Errorf("apply entries %d..%d: %w", ents[0].GetIndex(), ents[len(ents)-1].GetIndex(), err)
+	}
+	if len(results) != len(entries) {
+		return fmt.Errorf("apply entries %d..%d: state machine returned %d results", ents[0].GetIndex(), ents[len(ents)-1].GetIndex(), len(results))
+	}
+	for i, id := range ids {
+		if id == 0 {
+			continue
+		}
+		if r := g.proposals[id]; r != nil && r.index == ents[i].GetIndex() && r.term == ents[i].GetTerm() {
+			w.applied = append(w.applied, appliedReq{r: r, res: results[i]})
+		}
+	}
+	last := ents[len(ents)-1]
+	st.appliedIndex, st.appliedTerm = last.GetIndex(), last.GetTerm()
+	if err := g.maybeTruncate(b, &st); err != nil {
+		return err
+	}
+	v, err := encodeApplyState(&st)
+	if err != nil {
+		return err
+	}
+	if err := b.Set(storage.RaftApplyStateKey(uint64(g.id)), v); err != nil {
+		return err
+	}
+	w.newState = &st
+	return nil
+}
+
+// maybeTruncate adds a log truncation to b and st when the policy of
+// Config.LogTruncate* asks for one.
+func (g *group) maybeTruncate(b *storage.Batch, st *applyState) error {
+	cfg := &g.e.cfg
+	if cfg.TestingKnobs != nil && cfg.TestingKnobs.DisableTruncation {
+		return nil
+	}
+	n := st.appliedIndex - st.truncatedIndex
+	if n <= cfg.LogRetainEntries || (n < cfg.LogTruncateEntries && g.store.logBytes < cfg.LogTruncateBytes) {
+		return nil
+	}
+	target := st.appliedIndex - cfg.LogRetainEntries
+	if g.raftState == etcdraft.StateLeader && g.store.logBytes < 4*cfg.LogTruncateBytes {
+		// Keep what recently active followers still need so they catch up
+		// from the log instead of a snapshot.
+		g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+			if id != uint64(g.replicaID) && pr.RecentActive && pr.State != tracker.StateSnapshot && pr.Match < target {
+				target = pr.Match
+			}
+		})
+	}
+	for _, idx := range g.snapSending {
+		// A follower installing a snapshot at idx continues from idx+1.
+		target = min(target, idx)
+	}
+	if target <= st.truncatedIndex || target > g.store.lastIndex {
+		return nil
+	}
+	term, err := g.store.Term(target)
+	if err != nil {
+		return nil
+	}
+	if err := b.DeleteSpan(storage.RaftLogSpan(uint64(g.id), st.truncatedIndex+1, target+1)); err != nil {
+		return err
+	}
+	st.truncatedIndex, st.truncatedTerm = target, term
+	return nil
+}
+
+func isJoint(cs *pb.ConfState) bool { return len(cs.GetVotersOutgoing()) > 0 }
+
+func (g *group) onSoftState(ss *etcdraft.SoftState) {
+	if ss.Lead != g.lead {
+		g.log.Info("leader changed", "leader", ss.Lead, "term", g.rn.BasicStatus().GetTerm(), "state", ss.RaftState.String())
+		g.pendingRetry = true
+	}
+	g.lead, g.raftState = ss.Lead, ss.RaftState
+}
+
+// onTick runs the periodic work of a pass that ticked.
+func (g *group) onTick() {
+	g.reissueReads(true)
+	for id, r := range g.proposals {
+		// A request whose caller has gone and that was never indexed holds
+		// nothing; indexed ones are resolved by application.
+		if r.index == 0 && r.ctx.Err() != nil {
+			delete(g.proposals, id)
+		}
+	}
+}
+
+// quorumActive reports whether a leader heard from a quorum of voters (in
+// both halves of a joint configuration) within an election timeout.
+func (g *group) quorumActive() bool {
+	cs := g.store.state.confState
+	heard := func(ids []uint64) bool {
+		if len(ids) == 0 {
+			return true
+		}
+		n := 0
+		for _, id := range ids {
+			t, ok := g.lastHeard[id]
+			if id == uint64(g.replicaID) || (ok && g.ticks-t <= uint64(g.e.cfg.ElectionTicks)) {
+				n++
+			}
+		}
+		return n > len(ids)/2
+	}
+	return heard(cs.GetVoters()) && heard(cs.GetVotersOutgoing())
+}
+
+// publishStatus updates what Status returns. Progress (and whether a
+// leader hears from a quorum) is recomputed on ticks and when leadership or
+// membership changes, which keeps the per-cycle cost to one lock.
+func (g *group) publishStatus(ticked bool) {
+	leader := consensus.ReplicaID(g.lead)
+	changed := g.pub.leader != leader || g.pub.term != g.term || !sameMembers(g.pub.members, g.members)
+	isLeader := g.raftState == etcdraft.StateLeader
+	var progress map[consensus.ReplicaID]uint64
+	quorum := true
+	updateProgress := ticked || changed || g.pub.leading != isLeader
+	if isLeader && updateProgress {
+		progress = map[consensus.ReplicaID]uint64{}
+		g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+			progress[consensus.ReplicaID(id)] = pr.Match
+		})
+		quorum = g.quorumActive()
+	}
+	g.pub.leader, g.pub.term, g.pub.members, g.pub.leading = leader, g.term, g.members, isLeader
+
+	g.mu.Lock()
+	st := &g.mu.status
+	if updateProgress {
+		st.Progress = progress
+		g.mu.quorumOK = quorum
+	}
+	st.Leader = leader
+	st.LeaderNode = 0
+	if leader != 0 {
+		st.LeaderNode = g.nodes[leader]
+	}
+	st.Term = g.term
+	st.Commit = g.commit
+	st.Applied = g.store.state.appliedIndex
+	st.Members = g.members
+	if changed {
+		close(g.mu.changed)
+		g.mu.changed = make(chan struct{})
+	}
+	g.mu.Unlock()
+}
+
+func sameMembers(a, b []consensus.Replica) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fail stops the group after an error it cannot continue past: the
+// replica's state may not diverge from its peers', so it stops instead.
+func (g *group) fail(err error) {
+	if g.failed != nil {
+		return
+	}
+	g.failed = err
+	g.log.Error("group stopped: cannot continue", "err", err)
+	g.finishStop(inbox{})
+}
+
+// finishStop fails everything pending and marks the group stopped.
+func (g *group) finishStop(in inbox) {
+	g.mu.Lock()
+	already := g.mu.stopped
+	g.mu.stopped = true
+	if g.failed != nil && g.mu.err == nil {
+		g.mu.err = g.failed
+	}
+	rest := g.mu.inbox
+	g.mu.inbox = inbox{}
+	err := g.stoppedErrLocked()
+	if !already {
+		close(g.mu.changed)
+		g.mu.changed = make(chan struct{})
+	}
+	g.mu.Unlock()
+	var reqs []*request
+	reqs = append(reqs, in.requests...)
+	reqs = append(reqs, rest.requests...)
+	reqs = append(reqs, g.waiting...)
+	g.waiting = nil
+	for _, r := range g.proposals {
+		reqs = append(reqs, r)
+	}
+	clear(g.proposals)
+	for _, b := range g.readBatches {
+		reqs = append(reqs, b.reqs...)
+	}
+	clear(g.readBatches)
+	reqs = append(reqs, g.readWaiters...)
+	g.readWaiters = nil
+	for _, r := range reqs {
+		r.finish(nil, err)
+	}
+	for _, s := range append(in.snaps, rest.snaps...) {
+		s.finish(false, err)
+	}
+	if g.inSnap != nil {
+		g.inSnap.finish(false, err)
+		g.inSnap = nil
+	}
+	g.stopOnce.Do(func() { close(g.stopped) })
+}

@@ -1,0 +1,301 @@
+package raft
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cosmosd/cosmosd/consensus"
+	transportpb "github.com/cosmosd/cosmosd/proto/transport"
+)
+
+// Requests of the Group methods, as the scheduler feeds them to raft and
+// matches raft's answers back to them.
+
+// handleRequests feeds new requests (and, after a leadership change or on
+// a tick, those waiting for a leader) to raft.
+func (g *group) handleRequests(reqs []*request, ticked bool) {
+	g.proposedThisPass = false
+	if len(g.waiting) > 0 && (g.pendingRetry || ticked) {
+		reqs = append(g.waiting, reqs...)
+		g.waiting = nil
+	}
+	if g.pendingRetry {
+		g.pendingRetry = false
+		g.reissueReads(false)
+	}
+	var props, reads []*request
+	for _, r := range reqs {
+		if r.ctx.Err() != nil {
+			continue // the caller has given up
+		}
+		switch r.kind {
+		case reqPropose:
+			props = append(props, r)
+		case reqRead:
+			reads = append(reads, r)
+		case reqChange:
+			g.proposeChange(r)
+		case reqTransfer:
+			if g.lead != 0 {
+				g.rn.TransferLeader(uint64(r.target))
+			}
+		}
+	}
+	if len(props) > 0 {
+		ents := make([]*pb.Entry, len(props))
+		for i, r := range props {
+			ents[i] = &pb.Entry{Data: r.data}
+		}
+		// One MsgProp for the batch: raft appends all entries and
+		// broadcasts one append per follower.
+		err := g.rn.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: proto.Uint64(uint64(g.replicaID)), Entries: ents})
+		if err == nil {
+			for _, r := range props {
+				g.proposals[r.id] = r
+			}
+			g.proposedThisPass = true
+		} else {
+			g.rejectOrWait(props, ErrProposalDropped)
+		}
+	}
+	if len(reads) > 0 {
+		g.issueReads(reads)
+	}
+}
+
+// rejectOrWait handles requests raft would not take: they wait when no
+// leader is known, and fail with the leader's identity otherwise.
+func (g *group) rejectOrWait(reqs []*request, dropped error) {
+	st := g.rn.BasicStatus()
+	var err error
+	switch {
+	case st.Lead == etcdraft.None:
+		g.waiting = append(g.waiting, reqs...)
+		return
+	case st.Lead != uint64(g.replicaID):
+		err = g.notLeader(st.Lead)
+	case st.LeadTransferee != etcdraft.None:
+		err = g.notLeader(st.LeadTransferee)
+	default:
+		err = fmt.Errorf("raft: group %d: %w", g.id, dropped)
+	}
+	for _, r := range reqs {
+		r.finish(nil, err)
+	}
+}
+
+// proposeChange validates a membership change against the applied
+// configuration and proposes it as one ConfChangeV2.
+func (g *group) proposeChange(r *request) {
+	if g.rn.BasicStatus().RaftState != etcdraft.StateLeader {
+		g.rejectOrWait([]*request{r}, ErrMembershipChangeRejected)
+		return
+	}
+	reject := func(format string, args ...any) {
+		r.finish(nil, fmt.Errorf("raft: group %d: %w: %s", g.id, ErrMembershipChangeRejected, fmt.Sprintf(format, args...)))
+	}
+	if isJoint(g.store.state.confState) {
+		reject("the group is in a joint configuration")
+		return
+	}
+	for _, p := range g.proposals {
+		if p.kind == reqChange {
+			reject("another membership change is in progress")
+			return
+		}
+	}
+	cur := map[consensus.ReplicaID]consensus.Replica{}
+	for _, m := range g.members {
+		cur[m.ReplicaID] = m
+	}
+	var progress map[uint64]tracker.Progress
+	cc := &pb.ConfChangeV2{}
+	cctx := &transportpb.ConfChangeContext{ProposalId: r.id}
+	seen := map[consensus.ReplicaID]bool{}
+	for _, ch := range r.changes {
+		id := ch.Replica.ReplicaID
+		if id == 0 || etcdraft.IsLocalMsgTarget(uint64(id)) || seen[id] {
+			reject("invalid or repeated replica %d", id)
+			return
+		}
+		seen[id] = true
+		m, exists := cur[id]
+		node := ch.Replica.NodeID
+		if node == 0 {
+			node = m.NodeID
+		}
+		var typ pb.ConfChangeType
+		switch ch.Type {
+		case consensus.AddLearner:
+			if exists {
+				reject("%v is already a member", m)
+				return
+			}
+			typ = pb.ConfChangeAddLearnerNode
+		case consensus.PromoteLearner:
+			if !exists || !m.Learner {
+				reject("r%d is not a learner", id)
+				return
+			}
+			if progress == nil {
+				progress = map[uint64]tracker.Progress{}
+				g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) { progress[id] = pr })
+			}
+			if pr := progress[uint64(id)]; pr.State != tracker.StateReplicate || pr.Match == 0 {
+				reject("learner r%d has not caught up (state %v, match %d)", id, pr.State, pr.Match)
+				return
+			}
+			typ = pb.ConfChangeAddNode
+		case consensus.AddVoter:
+			if exists && !m.Learner {
+				reject("r%d is already a voter", id)
+				return
+			}
+			typ = pb.ConfChangeAddNode
+		case consensus.RemoveReplica:
+			if !exists {
+				reject("r%d is not a member", id)
+				return
+			}
+			typ = pb.ConfChangeRemoveNode
+		default:
+			reject("unknown change %v", ch.Type)
+			return
+		}
+		if typ != pb.ConfChangeRemoveNode {
+			if node == 0 {
+				reject("no node given for r%d", id)
+				return
+			}
+			cctx.Members = append(cctx.Members, &transportpb.Member{ReplicaId: uint64(id), NodeId: uint64(node), Learner: typ == pb.ConfChangeAddLearnerNode})
+		}
+		cc.Changes = append(cc.Changes, &pb.ConfChangeSingle{Type: typ.Enum(), NodeId: proto.Uint64(uint64(id))})
+	}
+	b, err := proto.Marshal(cctx)
+	if err != nil {
+		r.finish(nil, err)
+		return
+	}
+	cc.Context = b
+	if err := g.rn.ProposeConfChange(cc); err != nil {
+		g.rejectOrWait([]*request{r}, ErrMembershipChangeRejected)
+		return
+	}
+	g.proposals[r.id] = r
+	g.proposedThisPass = true
+}
+
+// indexProposals records where this pass's proposals landed in the log.
+// Every proposal stepped in this pass is among ents unless raft rejected
+// it (raft turns an invalid conf change into an empty entry).
+func (g *group) indexProposals(ents []*pb.Entry) {
+	for _, e := range ents {
+		var id uint64
+		switch e.GetType() {
+		case pb.EntryNormal:
+			if len(e.GetData()) == 0 {
+				continue
+			}
+			var err error
+			if id, _, err = decodeEntryData(e.GetData()); err != nil {
+				continue
+			}
+		default:
+			cc, err := decodeConfChange(e)
+			if err != nil {
+				continue
+			}
+			c, _, err := decodeConfChangeContext(cc.AsV2().GetContext())
+			if err != nil {
+				continue
+			}
+			id = c.GetProposalId()
+		}
+		if r := g.proposals[id]; r != nil && r.index == 0 {
+			r.index, r.term = e.GetIndex(), e.GetTerm()
+		}
+	}
+	for id, r := range g.proposals {
+		if r.index != 0 {
+			continue
+		}
+		delete(g.proposals, id)
+		if r.kind == reqChange {
+			r.finish(nil, fmt.Errorf("raft: group %d: %w: raft refused the change (another change pending or invalid for the configuration)", g.id, ErrMembershipChangeRejected))
+		} else {
+			g.log.Error("proposal missing from the log after raft accepted it", "proposal", id)
+			r.finish(nil, fmt.Errorf("raft: group %d: %w", g.id, consensus.ErrAmbiguous))
+		}
+	}
+}
+
+// issueReads asks raft for one read index for all of reqs.
+func (g *group) issueReads(reqs []*request) {
+	if g.lead == etcdraft.None {
+		// Raft would drop the request; wait for a leader.
+		g.waiting = append(g.waiting, reqs...)
+		return
+	}
+	id := g.e.nextID()
+	var rctx [8]byte
+	binary.BigEndian.PutUint64(rctx[:], id)
+	g.rn.ReadIndex(rctx[:])
+	g.readBatches[id] = &readBatch{reqs: reqs, issued: g.ticks}
+}
+
+// reissueReads asks again for the read batches raft may have lost: all of
+// them after a leadership change, or (onlyStale) those unanswered for an
+// election timeout. Reads are idempotent, so asking twice is harmless.
+func (g *group) reissueReads(onlyStale bool) {
+	var reqs []*request
+	for id, b := range g.readBatches {
+		if onlyStale && g.ticks-b.issued < uint64(g.e.cfg.ElectionTicks) {
+			continue
+		}
+		delete(g.readBatches, id)
+		for _, r := range b.reqs {
+			if r.ctx.Err() == nil {
+				reqs = append(reqs, r)
+			}
+		}
+	}
+	if len(reqs) > 0 {
+		g.issueReads(reqs)
+	}
+}
+
+func (g *group) onReadState(rs etcdraft.ReadState) {
+	if len(rs.RequestCtx) != 8 {
+		return
+	}
+	id := binary.BigEndian.Uint64(rs.RequestCtx)
+	b := g.readBatches[id]
+	if b == nil {
+		return
+	}
+	delete(g.readBatches, id)
+	for _, r := range b.reqs {
+		r.readIndex = rs.Index
+		g.readWaiters = append(g.readWaiters, r)
+	}
+}
+
+// resolveReads answers the reads whose index has been applied.
+func (g *group) resolveReads() {
+	applied := g.store.state.appliedIndex
+	keep := g.readWaiters[:0]
+	for _, r := range g.readWaiters {
+		if r.readIndex <= applied {
+			r.finish(nil, nil)
+		} else if r.ctx.Err() == nil {
+			keep = append(keep, r)
+		}
+	}
+	clear(g.readWaiters[len(keep):])
+	g.readWaiters = keep
+}
