@@ -458,6 +458,14 @@ func notHere(id uint64) *kvpb.Error {
 // leadership hints; call returns the partition error of the response.
 func (r *Router) leaderCall(ctx context.Context, id uint64, call func(ctx context.Context, node consensus.NodeID) error) error {
 	return r.do(ctx, Target{Partition: id, Leader: true}, false, func(ctx context.Context, node consensus.NodeID, _ *kvpb.Descriptor) (bool, error) {
+		if node != r.cfg.NodeID && r.cfg.Meta.State().Nodes[uint64(node)] == nil {
+			// Nothing was sent, so another replica may be asked. Without
+			// this, a leader hint naming a dead node made every call fail
+			// at once (the error looked "sent") and the hint was never
+			// replaced: repairs of partitions the dead node led retried
+			// forever.
+			return false, partition.Errorf(kvpb.Error_UNKNOWN, "node %d is not registered (down?)", node)
+		}
 		err := call(ctx, node)
 		sent := true
 		if err != nil && partition.ErrorCode(err) == kvpb.Error_UNKNOWN {
