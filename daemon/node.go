@@ -424,17 +424,21 @@ func (n *Node) close(ctx context.Context) error {
 	var errs []error
 	n.ready.Store(false)
 	killed := n.killed.Load()
+	if !killed {
+		notifyStopping()
+		// Hand leadership off first, on a budget of its own: a partition
+		// that lost its quorum cannot transfer, and waiting for it must
+		// not eat the drain's time.
+		if n.parts != nil && n.meta != nil {
+			handCtx, stop := context.WithTimeout(ctx, min(5*time.Second, n.cfg.ShutdownTimeout/3))
+			n.handOffLeadership(handCtx)
+			stop()
+		}
+	}
 	drainCtx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
 	defer cancel()
 	if killed {
 		cancel() // no grace for anything
-	} else {
-		notifyStopping()
-		if n.parts != nil && n.meta != nil {
-			handCtx, stop := context.WithTimeout(drainCtx, 5*time.Second)
-			n.handOffLeadership(handCtx)
-			stop()
-		}
 	}
 	if n.cqlSrv != nil {
 		if err := n.cqlSrv.Shutdown(drainCtx); err != nil {
