@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 )
 
 // DefaultPrefix is where cosmosd keeps its metadata in etcd.
@@ -23,19 +21,5 @@ func (k keys) ringOf(table uint64) string   { return fmt.Sprintf("%sring/%020d/"
 func (k keys) rings() string                { return k.prefix + "ring/" }
 func (k keys) counter(kind string) string   { return k.prefix + "ids/" + kind }
 func (k keys) part(table, id uint64) string { return fmt.Sprintf("%s%020d", k.ringOf(table), id) }
-func (k keys) ops() string                  { return k.prefix + "ops/" }
-func (k keys) op(id uint64) string          { return fmt.Sprintf("%sops/%020d", k.prefix, id) }
-func (k keys) controller() string           { return k.prefix + "controller" }
 func (k keys) members() string              { return k.prefix + "members/" }
 func (k keys) member(id uint64) string      { return fmt.Sprintf("%smembers/%020d", k.prefix, id) }
-
-// parseID parses a zero-padded id path element.
-func parseID(s string) (uint64, bool) {
-	v, err := strconv.ParseUint(s, 10, 64)
-	return v, err == nil
-}
-
-// split returns the path elements of key after the prefix.
-func (k keys) split(key string) []string {
-	return strings.Split(strings.TrimPrefix(key, k.prefix), "/")
-}

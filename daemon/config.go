@@ -277,12 +277,3 @@ func (c *Config) advertiseHost() string {
 	}
 	return "127.0.0.1"
 }
-
-// advertise returns host:port of a listen address as others reach it.
-func (c *Config) advertise(listen string) string {
-	_, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	return net.JoinHostPort(c.advertiseHost(), port)
-}

@@ -194,7 +194,7 @@ func (t *Table) Validate() error {
 		}
 		ids[c.ID] = true
 		if names[c.Name] {
-			errs = append(errs, fmt.Errorf("Multiple definition of identifier %s", c.Name))
+			errs = append(errs, fmt.Errorf("multiple definition of identifier %s", c.Name))
 		}
 		names[c.Name] = true
 		if c.ID >= t.NextColumnID {
@@ -211,10 +211,10 @@ func (t *Table) Validate() error {
 		}
 	}
 	if pk == 0 {
-		errs = append(errs, errors.New("No PRIMARY KEY specifed (exactly one required)"))
+		errs = append(errs, errors.New("no PRIMARY KEY specified (exactly one required)"))
 	}
 	if ck == 0 && t.HasStatic() {
-		errs = append(errs, errors.New("Static columns are only useful (and thus allowed) if the table has at least one clustering column"))
+		errs = append(errs, errors.New("static columns are only allowed in tables with clustering columns"))
 	}
 	return errors.Join(errs...)
 }
