@@ -193,6 +193,11 @@ type GroupConfig struct {
 	// snapshot.
 	Members      []Replica
 	StateMachine StateMachine
+	// Campaign makes this replica stand for election as soon as it starts,
+	// instead of waiting an election timeout. Set it on one replica of a
+	// new group (the preferred leader of a new partition, or the replica
+	// that led the parent of a split) so the group serves at once.
+	Campaign bool
 }
 
 // Engine hosts the groups of one node. Methods are safe for concurrent use.

@@ -61,7 +61,7 @@ func (s *Store) Recover(ctx context.Context) error {
 		return fmt.Errorf("recover replicas: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := s.start(ctx, id, nil); err != nil {
+		if _, err := s.start(ctx, id, nil, campaignNever); err != nil {
 			return fmt.Errorf("recover partition %d: %w", id, err)
 		}
 	}
@@ -72,7 +72,7 @@ func (s *Store) Recover(ctx context.Context) error {
 // Bootstrap starts this node's replica of a new partition with the
 // descriptor's replicas as its initial members.
 func (s *Store) Bootstrap(ctx context.Context, desc *kvpb.Descriptor) (*Replica, error) {
-	return s.start(ctx, desc.GetId(), desc)
+	return s.start(ctx, desc.GetId(), desc, campaignIfFirst)
 }
 
 // Join starts an empty replica of an existing partition that waits for the
@@ -88,10 +88,10 @@ func (s *Store) Join(ctx context.Context, id uint64, replicaID consensus.Replica
 	if err != nil {
 		return nil, err
 	}
-	return s.startGroup(ctx, sm, replicaID, nil)
+	return s.startGroup(ctx, sm, replicaID, nil, false)
 }
 
-func (s *Store) start(ctx context.Context, id uint64, desc *kvpb.Descriptor) (*Replica, error) {
+func (s *Store) start(ctx context.Context, id uint64, desc *kvpb.Descriptor, how campaignPolicy) (*Replica, error) {
 	s.mu.RLock()
 	r, ok := s.mu.replicas[id]
 	s.mu.RUnlock()
@@ -118,10 +118,28 @@ func (s *Store) start(ctx context.Context, id uint64, desc *kvpb.Descriptor) (*R
 	if desc == nil {
 		members = nil // recovering: the engine has the membership
 	}
-	return s.startGroup(ctx, sm, self, members)
+	campaign := false
+	switch how {
+	case campaignIfFirst:
+		// The first replica of a new partition is its preferred leader.
+		campaign = desc != nil && len(d.GetReplicas()) > 0 && consensus.NodeID(d.GetReplicas()[0].GetNodeId()) == s.cfg.NodeID
+	case campaignNow:
+		campaign = true
+	}
+	return s.startGroup(ctx, sm, self, members, campaign)
 }
 
-func (s *Store) startGroup(ctx context.Context, sm *StateMachine, self consensus.ReplicaID, members []consensus.Replica) (*Replica, error) {
+// campaignPolicy says whether a starting replica stands for election at
+// once instead of waiting an election timeout.
+type campaignPolicy int
+
+const (
+	campaignIfFirst campaignPolicy = iota // a new partition's first replica does
+	campaignNow
+	campaignNever
+)
+
+func (s *Store) startGroup(ctx context.Context, sm *StateMachine, self consensus.ReplicaID, members []consensus.Replica, campaign bool) (*Replica, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
@@ -131,7 +149,7 @@ func (s *Store) startGroup(ctx context.Context, sm *StateMachine, self consensus
 		return r, nil
 	}
 	g, err := s.cfg.Consensus.StartGroup(ctx, consensus.GroupConfig{
-		ID: consensus.GroupID(sm.id), ReplicaID: self, Members: members, StateMachine: sm,
+		ID: consensus.GroupID(sm.id), ReplicaID: self, Members: members, StateMachine: sm, Campaign: campaign,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: start group: %w", sm.id, err)
@@ -197,10 +215,16 @@ func (s *Store) Remove(id uint64, clearData bool) error {
 // with the same members. It runs in the background because the apply
 // goroutine that calls it must not wait on the consensus engine.
 func (s *Store) OnSplit(left, right *kvpb.Descriptor) {
+	// The replica that led the parent leads the right half at once: the
+	// clients of the parent's range find a leader without an election.
+	how := campaignNever
+	if parent, ok := s.Replica(left.GetId()); ok && parent.Group().Status().IsLeader() {
+		how = campaignNow
+	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		if _, err := s.start(context.Background(), right.GetId(), right); err != nil {
+		if _, err := s.start(context.Background(), right.GetId(), right, how); err != nil {
 			s.cfg.Logger.Error("start right half of split", "partition", right.GetId(), "parent", left.GetId(), "err", err)
 		}
 	}()
@@ -247,8 +271,21 @@ func (s *Store) Reconcile(ctx context.Context, parts []*kvpb.Descriptor, liveTab
 		if me == nil {
 			continue
 		}
-		if _, ok := s.Replica(d.GetId()); ok {
-			continue
+		if r, ok := s.Replica(d.GetId()); ok {
+			self := r.Group().Status().ReplicaID
+			if self == 0 || self >= consensus.ReplicaID(me.GetReplicaId()) {
+				continue
+			}
+			// The ring names this node under a newer replica id: the local
+			// copy is one that was replaced while the node was away (dead,
+			// partitioned) and the node has since been added back as a new
+			// replica. The old copy can never catch up under its old id,
+			// so the new one would stay a learner forever: drop the old
+			// copy and join as the new replica.
+			if err := s.Remove(d.GetId(), true); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		var err error
 		switch {

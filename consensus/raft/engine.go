@@ -322,13 +322,26 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 	bs := g.rn.BasicStatus()
 	g.term, g.commit, g.lead, g.raftState = bs.GetTerm(), bs.GetCommit(), bs.Lead, bs.RaftState
 	g.publishStatus(true)
-	if cs := st.confState; len(cs.GetVoters()) == 1 && cs.GetVoters()[0] == uint64(st.replicaID) && len(cs.GetVotersOutgoing()) == 0 {
-		// A group of one voter need not wait an election timeout.
+	single := func(cs *pb.ConfState) bool {
+		return len(cs.GetVoters()) == 1 && cs.GetVoters()[0] == uint64(st.replicaID) && len(cs.GetVotersOutgoing()) == 0
+	}
+	if single(st.confState) || (cfg.Campaign && isVoter(st.confState, uint64(st.replicaID))) {
+		// A group of one voter, or the designated first leader of a new
+		// group, need not wait an election timeout.
 		if err := g.rn.Campaign(); err != nil {
 			return nil, err
 		}
 	}
 	return g, nil
+}
+
+func isVoter(cs *pb.ConfState, id uint64) bool {
+	for _, v := range cs.GetVoters() {
+		if v == id {
+			return true
+		}
+	}
+	return false
 }
 
 // bootstrap persists the initial state of a group new to this node.
