@@ -75,7 +75,13 @@ func App(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			nodesCommand(),
 			ringCommand(),
+			partitionsCommand(),
 			tokenCommand(),
+			splitCommand(),
+			moveCommand(),
+			rebalanceCommand(),
+			opsCommand(),
+			throughputCommand(),
 			versionCommand(),
 		},
 	}
@@ -207,13 +213,20 @@ func resolveOptions(c *cli.Context) (options, error) {
 	return o, nil
 }
 
-// env is what a command runs with: resolved options, where to print, and
-// the connection to the cluster, dialed on first use so that a command
-// checks its own flags before it waits for endpoints. Owned by one command.
+// env is what a command runs with: resolved options, positional
+// arguments, where to print, and the connection to the cluster, dialed on
+// first use so that a command checks its own flags before it waits for
+// endpoints. Owned by one command.
 type env struct {
 	opts   options
+	args   []string // positional arguments (commands with ArgsUsage)
 	out    io.Writer
 	client *client // nil until the first call
+	// pollEvery is the interval of GetOperation polls under --wait.
+	pollEvery time.Duration
+	// retryFor is how long --wait retries failed polls (controller or
+	// endpoint failover) before it gives up.
+	retryFor time.Duration
 }
 
 // call runs one admin RPC: it connects on first use, bounds the call by
@@ -236,19 +249,26 @@ func (e *env) close() {
 	}
 }
 
-// run builds a command's action: it rejects unexpected arguments, resolves
-// the common flags, runs fn and closes the connection fn may have opened
-// through env.call.
+// run builds a command's action: it rejects unexpected arguments (or, for
+// commands that declare ArgsUsage, takes in flags that follow them),
+// resolves the common flags, runs fn and closes the connection fn may have
+// opened through env.call.
 func run(fn func(ctx context.Context, c *cli.Context, e *env) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if err := checkNoArgs(c); err != nil {
+		var args []string
+		if c.Command != nil && c.Command.ArgsUsage != "" {
+			var err error
+			if args, err = trailingFlags(c); err != nil {
+				return err
+			}
+		} else if err := checkNoArgs(c); err != nil {
 			return err
 		}
 		opts, err := resolveOptions(c)
 		if err != nil {
 			return err
 		}
-		e := &env{opts: opts, out: c.App.Writer}
+		e := &env{opts: opts, args: args, out: c.App.Writer, pollEvery: defaultPollEvery, retryFor: defaultRetryFor}
 		defer e.close()
 		return fn(c.Context, c, e)
 	}

@@ -60,13 +60,23 @@ func barChart(bars []bar, width int, label func(int64) string) string {
 	}
 	var sb strings.Builder
 	for _, b := range bars {
-		filled := 0
-		if b.value > 0 && largest > 0 {
-			filled = int(math.Round(float64(b.value) / float64(largest) * float64(width)))
-			filled = min(max(filled, 1), width)
-		}
-		fmt.Fprintf(&sb, "%-*s  [%s%s] %s\n", labelWidth, b.label,
-			strings.Repeat("#", filled), strings.Repeat(" ", width-filled), label(b.value))
+		fmt.Fprintf(&sb, "%-*s  %s %s\n", labelWidth, b.label, barCell(float64(b.value), float64(largest), width), label(b.value))
 	}
 	return sb.String()
+}
+
+// barCell draws one bar of a chart, "[#####     ]", scaled so that largest
+// fills width characters. A non-zero value shows at least one '#';
+// negative values, NaN and a non-positive largest draw an empty bar.
+func barCell(value, largest float64, width int) string {
+	width = max(width, 1)
+	filled := 0
+	if value > 0 && largest > 0 && !math.IsInf(largest, 0) {
+		f := math.Round(value / largest * float64(width))
+		if math.IsNaN(f) || f > float64(width) {
+			f = float64(width)
+		}
+		filled = min(max(int(f), 1), width)
+	}
+	return "[" + strings.Repeat("#", filled) + strings.Repeat(" ", width-filled) + "]"
 }

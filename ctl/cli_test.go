@@ -32,7 +32,13 @@ type result struct {
 // extra environment (COSMOSCTL_ENDPOINTS is otherwise unset).
 func cosmosctl(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return cosmosctlWithin(t, 30*time.Second, env, args...)
+}
+
+// cosmosctlWithin is cosmosctl for commands that may take longer (--wait).
+func cosmosctlWithin(t *testing.T, limit time.Duration, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(s string) bool { return strings.HasPrefix(s, EndpointsEnv+"=") }), env...)

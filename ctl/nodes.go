@@ -33,8 +33,40 @@ func nodesCommand() *cli.Command {
 					return e.print(messageList(resp.GetNodes()), func(w io.Writer) error { return renderNodes(w, resp.GetNodes()) })
 				}),
 			},
+			{
+				Name:      "drain",
+				Usage:     "move every replica off a node (before maintenance); the node stays a member",
+				ArgsUsage: "NODE",
+				Flags:     leafFlags(waitFlags()...),
+				Action: nodeOperation(func(ctx context.Context, admin adminpb.AdminClient, node string) (*adminpb.Operation, error) {
+					return admin.DrainNode(ctx, &adminpb.NodeRequest{Node: node})
+				}),
+			},
+			{
+				Name:      "decommission",
+				Usage:     "drain a node and record it as decommissioned (before removing the host)",
+				ArgsUsage: "NODE",
+				Flags:     leafFlags(waitFlags()...),
+				Action: nodeOperation(func(ctx context.Context, admin adminpb.AdminClient, node string) (*adminpb.Operation, error) {
+					return admin.DecommissionNode(ctx, &adminpb.NodeRequest{Node: node})
+				}),
+			},
 		},
 	}
+}
+
+// nodeOperation is the action of a command that starts an operation on the
+// node named by its argument (a name or an ID).
+func nodeOperation(rpc func(ctx context.Context, admin adminpb.AdminClient, node string) (*adminpb.Operation, error)) cli.ActionFunc {
+	return run(func(ctx context.Context, c *cli.Context, e *env) error {
+		node, err := oneArg(c, e.args, "NODE (a node name or ID)")
+		if err != nil {
+			return err
+		}
+		return e.submitOperation(ctx, c, func(ctx context.Context, admin adminpb.AdminClient) (*adminpb.Operation, error) {
+			return rpc(ctx, admin, node)
+		})
+	})
 }
 
 // renderNodes prints the node table.

@@ -44,8 +44,8 @@ func TestRenderRing(t *testing.T) {
 		{Id: 1, Table: "ks.a", Start: -1 << 63, End: -1, Generation: 3, LeaderNode: 2, LeaderName: "node-2", Bytes: 2048, Rows: 10,
 			RuShare: 5000, Replicas: []*adminpb.Replica{
 				{NodeId: 1, NodeName: "node-1"}, {NodeId: 2, NodeName: "node-2"}, {NodeId: 3, NodeName: "node-3"}, {NodeId: 9, Learner: true}}},
-		{Id: 7, Table: "ks.a", Start: 0, End: 1<<63 - 1, Generation: 1, Bytes: 1024, Rows: 1, RuShare: 5000.25,
-			Replicas: []*adminpb.Replica{{NodeId: 1, NodeName: "node-1"}}},
+		{Id: 7, Table: "ks.a", Start: 0, End: 1<<63 - 1, Generation: 1, Bytes: 1024, Rows: 1, RuShare: 5000.25, RuPerSec: 6012.34, Hot: true,
+			Throttled: 17, Replicas: []*adminpb.Replica{{NodeId: 1, NodeName: "node-1"}}},
 		{Id: 2, Table: "ks.b", Start: -1 << 63, End: 1<<63 - 1, LeaderNode: 4, Replicas: []*adminpb.Replica{{NodeId: 4}}},
 	}
 	var sb strings.Builder
@@ -55,9 +55,9 @@ func TestRenderRing(t *testing.T) {
 	want := "" +
 		"ks.a: 2 partitions, 11 rows, 3.0 KiB\n" +
 		"\n" +
-		"PARTITION                 START                  END  REPLICAS                     LEADER  GEN    BYTES  ROWS  RU/S SHARE\n" +
-		"P1         -9223372036854775808                   -1  node-1,node-2*,node-3,n9(l)  node-2    3  2.0 KiB    10        5000\n" +
-		"P7                            0  9223372036854775807  node-1                       -         1  1.0 KiB     1      5000.3\n" +
+		"PARTITION                 START                  END  REPLICAS                     LEADER  GEN    BYTES  ROWS    RU/S  RU/S SHARE  HOT\n" +
+		"P1         -9223372036854775808                   -1  node-1,node-2*,node-3,n9(l)  node-2    3  2.0 KiB    10       0        5000  -\n" +
+		"P7                            0  9223372036854775807  node-1                       -         1  1.0 KiB     1  6012.3      5000.3  HOT\n" +
 		"\n" +
 		"P1  [##############################] 2.0 KiB\n" +
 		"P7  [###############               ] 1.0 KiB\n" +

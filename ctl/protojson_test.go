@@ -32,7 +32,7 @@ func TestProtoJSON(t *testing.T) {
 			want: `{"id":18446744073709551615,"table":"ks.t<&>\"","table_id":3,"start":-9223372036854775808,"end":9223372036854775807,` +
 				`"generation":9,"replicas":[{"node_id":2,"node_name":"node-2","replica_id":5,"learner":false,"applied":77,"reachable":true},` +
 				`{"node_id":3,"node_name":"","replica_id":0,"learner":true,"applied":0,"reachable":false}],"leader_node":2,"leader_name":"node-2",` +
-				`"bytes":1152921504606846976,"rows":12,"logical_partitions":2,"ru_per_sec":0.5,"ru_share":"Infinity"}`,
+				`"bytes":1152921504606846976,"rows":12,"logical_partitions":2,"ru_per_sec":0.5,"ru_share":"Infinity","throttled":0,"hot":false}`,
 		},
 		{
 			name: "unset message is null, empty list is []",

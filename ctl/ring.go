@@ -85,13 +85,18 @@ func groupByTable(parts []*adminpb.Partition) [][]*adminpb.Partition {
 // renderTableRing prints the section of one table.
 func renderTableRing(w io.Writer, parts []*adminpb.Partition) error {
 	var bytes, rows int64
-	var ruShare, ruRate bool
+	var ruShare, ruRate, hot bool
 	for _, p := range parts {
 		bytes += p.GetBytes()
 		rows += p.GetRows()
 		ruShare = ruShare || p.GetRuShare() != 0
 		ruRate = ruRate || p.GetRuPerSec() != 0
+		hot = hot || p.GetHot()
 	}
+	// A provisioned table always shows its rate next to its share, and
+	// whether a partition runs hot (over its share, refusing requests).
+	ruRate = ruRate || ruShare
+	hot = hot || ruShare
 	header := fmt.Sprintf("%s: %s, %s, %s\n\n", parts[0].GetTable(), plural(int64(len(parts)), "partition"), plural(rows, "row"), humanBytes(bytes))
 	if _, err := io.WriteString(w, header); err != nil {
 		return err
@@ -104,6 +109,9 @@ func renderTableRing(w io.Writer, parts []*adminpb.Partition) error {
 	if ruShare {
 		cols = append(cols, "RU/S SHARE")
 	}
+	if hot {
+		cols = append(cols, "HOT")
+	}
 	t := newTable(cols, "START", "END", "GEN", "BYTES", "ROWS", "RU/S", "RU/S SHARE")
 	bars := make([]bar, 0, len(parts))
 	for _, p := range parts {
@@ -114,6 +122,9 @@ func renderTableRing(w io.Writer, parts []*adminpb.Partition) error {
 		}
 		if ruShare {
 			row = append(row, formatRU(p.GetRuShare()))
+		}
+		if hot {
+			row = append(row, hotMark(p))
 		}
 		t.row(row...)
 		bars = append(bars, bar{label: partitionName(p.GetId()), value: p.GetBytes()})
@@ -152,6 +163,15 @@ func leaderName(p *adminpb.Partition) string {
 		return "-"
 	}
 	return nodeName(p.GetLeaderName(), p.GetLeaderNode())
+}
+
+// hotMark is the HOT cell: "HOT" for a partition over its share that
+// refused requests in the last 10 s, "-" otherwise.
+func hotMark(p *adminpb.Partition) string {
+	if p.GetHot() {
+		return "HOT"
+	}
+	return "-"
 }
 
 // formatRU prints request units per second to one decimal at most.

@@ -47,7 +47,9 @@ type keyLoad struct {
 	ru    float64 // decayed RU (halves every meterWindow seconds)
 }
 
-func newThrottle() *throttle { return &throttle{keys: map[string]*keyLoad{}} }
+func newThrottle() *throttle {
+	return &throttle{keys: map[string]*keyLoad{}, decayed: time.Now().Unix()}
+}
 
 // setShare updates the enforced share; a change takes effect at once.
 func (t *throttle) setShareLocked(share float64) {
@@ -137,15 +139,18 @@ func (t *throttle) stampLocked(now time.Time) {
 	}
 }
 
-// decayLocked halves key loads once per window.
+// decayLocked halves key loads for every window that passed since the last
+// decay, so an idle key's load fades even when nothing is charged.
 func (t *throttle) decayLocked(now time.Time) {
 	sec := now.Unix()
-	if sec-t.decayed < meterWindow {
+	windows := (sec - t.decayed) / meterWindow
+	if windows <= 0 {
 		return
 	}
-	t.decayed = sec
+	t.decayed += windows * meterWindow
+	factor := math.Pow(0.5, float64(min(windows, 64)))
 	for pk, k := range t.keys {
-		k.ru /= 2
+		k.ru *= factor
 		if k.ru < 0.01 {
 			delete(t.keys, pk)
 		}
@@ -185,6 +190,7 @@ func (t *throttle) stats(now time.Time) (ruPerSec float64, share float64, refuse
 func (t *throttle) topKeys(n int) []*kvpb.LogicalPartition {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.decayLocked(time.Now())
 	all := make([]*keyLoad, 0, len(t.keys))
 	for _, k := range t.keys {
 		all = append(all, k)
@@ -202,6 +208,7 @@ func (t *throttle) topKeys(n int) []*kvpb.LogicalPartition {
 // load spans at least two tokens.
 func (t *throttle) loadSplit() (int64, bool) {
 	t.mu.Lock()
+	t.decayLocked(time.Now())
 	byToken := map[int64]float64{}
 	for _, k := range t.keys {
 		byToken[k.token] += k.ru

@@ -346,6 +346,8 @@ func (c *Controller) runSplit(ctx context.Context, op *Operation) error {
 			// Nothing to halve by bytes (empty, or one logical partition):
 			// halve the token range, which never cuts a logical partition.
 			tok, why = d.GetStart()+int64((uint64(d.GetEnd())-uint64(d.GetStart()))/2)+1, "halves the token range"
+		case det.GetStatus().GetLogicalPartitions() == 0:
+			return fmt.Errorf("partition %d cannot be split by size: it is empty (give a token with --at)", op.Partition)
 		default:
 			return fmt.Errorf("partition %d cannot be split: it holds a single logical partition (%d bytes), and a logical partition is never split", op.Partition, det.GetStatus().GetBytes())
 		}

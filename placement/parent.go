@@ -96,7 +96,7 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 			op.Children = append(op.Children, child.ID)
 			planned++
 		}
-		if err := c.progress(ctx, op, "plan", StateDone, fmt.Sprintf("%d moves planned", planned), 0); err != nil {
+		if err := c.progress(ctx, op, "plan", StateDone, plural(planned, "move")+" planned", 0); err != nil {
 			return err
 		}
 	}
@@ -108,7 +108,14 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 			return err
 		}
 	}
-	return c.progress(ctx, op, "moves", StateDone, fmt.Sprintf("%d moves", planned), 1)
+	return c.progress(ctx, op, "moves", StateDone, plural(planned, "move"), 1)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // holds reports whether node holds any replica in the routing copies.
