@@ -48,6 +48,17 @@ func (s *State) NodeIDs() []uint64 {
 	return out
 }
 
+// TablePartition returns the routing copy of partition id of a table, nil
+// when the table's ring does not hold it.
+func (s *State) TablePartition(table, id uint64) *kvpb.Descriptor {
+	for _, p := range s.Ring(table).Partitions() {
+		if p.GetId() == id {
+			return p
+		}
+	}
+	return nil
+}
+
 // Partition finds a partition by id across all rings.
 func (s *State) Partition(id uint64) *kvpb.Descriptor {
 	for _, r := range s.Rings {

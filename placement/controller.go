@@ -633,12 +633,7 @@ func (c *Controller) collect(ctx context.Context, st *cluster.State, stats bool)
 // of a split) is added. Every write is a compare-and-swap on the copy read.
 func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports map[uint64]*report) {
 	copyOf := func(st *cluster.State, d *kvpb.Descriptor) *kvpb.Descriptor {
-		for _, p := range st.Ring(d.GetTableId()).Partitions() {
-			if p.GetId() == d.GetId() {
-				return p
-			}
-		}
-		return nil
+		return st.TablePartition(d.GetTableId(), d.GetId())
 	}
 	sync := func(old, d *kvpb.Descriptor) {
 		if err := c.cfg.Catalog.SyncPartition(ctx, d.GetTableId(), old, d); err != nil {

@@ -132,13 +132,7 @@ func (c *Controller) addLearner(ctx context.Context, op *Operation, d *kvpb.Desc
 	}
 	learner := &kvpb.ReplicaDescriptor{NodeId: op.To, ReplicaId: op.ReplicaID, Learner: true}
 	// Announce the learner in the routing copy first.
-	st := c.cfg.Meta.State()
-	var old *kvpb.Descriptor
-	for _, p := range st.Ring(d.GetTableId()).Partitions() {
-		if p.GetId() == d.GetId() {
-			old = p
-		}
-	}
+	old := c.cfg.Meta.State().TablePartition(d.GetTableId(), d.GetId())
 	if old != nil && replicaOn(old, op.To) == nil {
 		next := proto.Clone(old).(*kvpb.Descriptor)
 		next.Replicas = append(next.Replicas, learner)
@@ -268,13 +262,7 @@ func (c *Controller) syncCopy(ctx context.Context, d *kvpb.Descriptor) error {
 		return nil
 	}
 	for {
-		st := c.cfg.Meta.State()
-		var old *kvpb.Descriptor
-		for _, p := range st.Ring(d.GetTableId()).Partitions() {
-			if p.GetId() == d.GetId() {
-				old = p
-			}
-		}
+		old := c.cfg.Meta.State().TablePartition(d.GetTableId(), d.GetId())
 		if old != nil && old.GetGeneration() >= d.GetGeneration() && sameReplicas(old, d) {
 			return nil
 		}
@@ -400,15 +388,7 @@ func (c *Controller) runSplit(ctx context.Context, op *Operation) error {
 func (c *Controller) publishSplit(ctx context.Context, left, right *kvpb.Descriptor) error {
 	for {
 		st := c.cfg.Meta.State()
-		var parent, rightCopy *kvpb.Descriptor
-		for _, p := range st.Ring(left.GetTableId()).Partitions() {
-			switch p.GetId() {
-			case left.GetId():
-				parent = p
-			case right.GetId():
-				rightCopy = p
-			}
-		}
+		parent, rightCopy := st.TablePartition(left.GetTableId(), left.GetId()), st.TablePartition(left.GetTableId(), right.GetId())
 		switch {
 		case parent == nil:
 			return fmt.Errorf("partition %d is gone from the routing copy", left.GetId())
