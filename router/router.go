@@ -167,12 +167,24 @@ func (r *Router) classify(desc *kvpb.Descriptor, node consensus.NodeID, err erro
 func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ctx context.Context, node consensus.NodeID, desc *kvpb.Descriptor) (sent bool, err error)) error {
 	backoff := 5 * time.Millisecond
 	var lastErr error
+	var lastPart uint64
+	// expired turns the end of the request's time into an error that says
+	// which partition could not answer and why.
+	expired := func() error {
+		switch partition.ErrorCode(lastErr) {
+		case kvpb.Error_INVALID, kvpb.Error_OVERLOADED, kvpb.Error_PARTITION_TOO_LARGE, kvpb.Error_UNAVAILABLE, kvpb.Error_TIMEOUT:
+			return lastErr
+		case kvpb.Error_NOT_LEADER:
+			return partition.Errorf(kvpb.Error_UNAVAILABLE, "partition %d has no leader: fewer than a quorum of its replicas are reachable (%v)", lastPart, lastErr)
+		}
+		if lastErr == nil {
+			lastErr = ctx.Err()
+		}
+		return partition.Errorf(kvpb.Error_TIMEOUT, "partition %d did not answer within the request timeout: %v", lastPart, lastErr)
+	}
 	for {
-		if err := ctx.Err(); err != nil {
-			if lastErr != nil {
-				return lastErr
-			}
-			return err
+		if ctx.Err() != nil {
+			return expired()
 		}
 		desc, err := r.lookup(t)
 		if err != nil {
@@ -183,6 +195,7 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 			backoff = min(2*backoff, 200*time.Millisecond)
 			continue
 		}
+		lastPart = desc.GetId()
 		cands := r.candidates(desc, t.Leader)
 		tried := map[consensus.NodeID]int{}
 	nodes:
@@ -202,7 +215,7 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 			}
 			lastErr = err
 			if ctx.Err() != nil {
-				return lastErr
+				return expired()
 			}
 			switch r.classify(desc, node, err, sent && !idempotent) {
 			case done:
@@ -218,7 +231,7 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 		// Every candidate failed retryably: leadership is moving or the
 		// ring changed. Back off a little and look again.
 		if !r.waitMeta(ctx, backoff) {
-			return lastErr
+			return expired()
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}

@@ -5,6 +5,7 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -274,4 +275,54 @@ func TestRestartBeforeDeadAfterCatchesUp(t *testing.T) {
 		t.Fatalf("restarted node holds %d replicas, want its original 1", len(restarted.Store().Replicas()))
 	}
 	_ = context.Background()
+}
+
+func TestQuorumLossFailsFastAndRecovers(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 4, Configure: func(i int, cfg *daemon.Config) {
+		fastFailover(time.Hour)(i, cfg)
+		cfg.RequestTimeout = 3 * time.Second
+	}})
+	cc := c.NewClusterConfig(0)
+	cc.Timeout = 10 * time.Second
+	s, err := cc.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	exec(t, s, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	exec(t, s, "CREATE TABLE ks.t (k text PRIMARY KEY, v text)")
+	exec(t, s, "INSERT INTO ks.t (k, v) VALUES ('before', 'x')")
+	// Two of the four replicas go down: no quorum of 3.
+	c.KillNode(2)
+	c.KillNode(3)
+	for _, q := range []string{"INSERT INTO ks.t (k, v) VALUES ('during', 'x')", "SELECT v FROM ks.t WHERE k = 'before'"} {
+		start := time.Now()
+		err := s.Query(q).Consistency(gocql.Quorum).Exec()
+		took := time.Since(start)
+		if err == nil {
+			t.Fatalf("%s succeeded without a quorum", q)
+		}
+		var re gocql.RequestError
+		if !errors.As(err, &re) || (re.Code() != 0x1000 && re.Code() != 0x1100 && re.Code() != 0x1200) {
+			t.Fatalf("%s: err = %v, want Unavailable or a timeout", q, err)
+		}
+		if !strings.Contains(re.Message(), "partition") {
+			t.Errorf("%s: error %q does not name the partition", q, re.Message())
+		}
+		if took > 6*time.Second {
+			t.Errorf("%s failed after %s, beyond the 3s request timeout", q, took)
+		}
+		t.Logf("%s: %v after %s", q, err, took.Round(10*time.Millisecond))
+	}
+	// One replica returns: 3 of 4, writes work again and the refused
+	// write was not applied.
+	c.RestartNode(2)
+	waitFor(t, 30*time.Second, "writes with a quorum again", func() (bool, string) {
+		err := s.Query("INSERT INTO ks.t (k, v) VALUES ('after', 'x')").Exec()
+		return err == nil, fmt.Sprint(err)
+	})
+	var v string
+	if err := s.Query("SELECT v FROM ks.t WHERE k = 'before'").Consistency(gocql.Quorum).Scan(&v); err != nil || v != "x" {
+		t.Fatalf("read after recovery: %q %v", v, err)
+	}
 }
