@@ -157,7 +157,7 @@ func (e *Executor) tableKeyspace(sess *Session, name parser.TableName) (string, 
 	if isSystemKeyspace(ks) {
 		return "", newErr(CodeUnauthorized, "%s keyspace is not user-modifiable", ks)
 	}
-	if e.cfg.Meta.State().Schema.Keyspaces[ks] == nil {
+	if !e.keyspaceExists(ks) {
 		return "", Invalid("Keyspace '%s' doesn't exist", ks)
 	}
 	return ks, nil
@@ -399,7 +399,7 @@ func (e *Executor) alterTable(ctx context.Context, sess *Session, s *parser.Alte
 	if err != nil {
 		return nil, err
 	}
-	if e.cfg.Meta.State().Schema.Table(ks, s.Table.Name) == nil {
+	if e.lookupTable(ks, s.Table.Name) == nil {
 		if s.IfExists {
 			return voidResult, nil
 		}

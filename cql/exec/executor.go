@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/partition"
@@ -258,8 +260,43 @@ func (e *Executor) run(ctx context.Context, sess *Session, stmt parser.Statement
 	return nil, Invalid("unsupported statement %T", stmt)
 }
 
+// catchUp brings this node's metadata up to etcd's current revision, so a
+// keyspace or table that another node just created is visible here: DDL
+// reads its own writes across nodes. It is called only when a lookup
+// misses, so the common path never waits on etcd.
+func (e *Executor) catchUp() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := e.cfg.Meta.Client().Get(ctx, e.cfg.Meta.Prefix()+"catalog/version", clientv3.WithCountOnly())
+	if err != nil {
+		return false
+	}
+	return e.cfg.Meta.WaitRevision(ctx, resp.Header.Revision) == nil
+}
+
+// keyspaceExists reports whether a keyspace exists, catching up with etcd
+// before saying it does not.
+func (e *Executor) keyspaceExists(ks string) bool {
+	if e.cfg.Meta.State().Schema.Keyspaces[ks] != nil {
+		return true
+	}
+	return e.catchUp() && e.cfg.Meta.State().Schema.Keyspaces[ks] != nil
+}
+
+// lookupTable returns a table, catching up with etcd before saying it does
+// not exist.
+func (e *Executor) lookupTable(ks, name string) *schema.Table {
+	if t := e.cfg.Meta.State().Schema.Table(ks, name); t != nil {
+		return t
+	}
+	if !e.catchUp() {
+		return nil
+	}
+	return e.cfg.Meta.State().Schema.Table(ks, name)
+}
+
 func (e *Executor) use(sess *Session, ks string) (*Result, error) {
-	if !isSystemKeyspace(ks) && e.cfg.Meta.State().Schema.Keyspaces[ks] == nil {
+	if !isSystemKeyspace(ks) && !e.keyspaceExists(ks) {
 		return nil, Invalid("Keyspace '%s' does not exist", ks)
 	}
 	sess.setKeyspace(ks)
@@ -279,15 +316,14 @@ func (e *Executor) resolveTable(sess *Session, name parser.TableName) (*schema.T
 	if vt := lookupVirtual(ks, name.Name); vt != nil {
 		return vt.table, vt, nil
 	}
-	st := e.cfg.Meta.State().Schema
 	if isSystemKeyspace(ks) {
 		return nil, nil, Invalid("unconfigured table %s", name.Name)
 	}
-	if st.Keyspaces[ks] == nil {
-		return nil, nil, Invalid("Keyspace %s does not exist", ks)
-	}
-	t := st.Table(ks, name.Name)
+	t := e.lookupTable(ks, name.Name)
 	if t == nil {
+		if !e.keyspaceExists(ks) {
+			return nil, nil, Invalid("Keyspace %s does not exist", ks)
+		}
 		return nil, nil, Invalid("unconfigured table %s", name.Name)
 	}
 	return t, nil, nil
