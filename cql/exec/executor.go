@@ -225,8 +225,29 @@ func parse(query string) (parser.Statement, error) {
 	return stmt, nil
 }
 
-// run dispatches a parsed statement.
+// run dispatches a parsed statement. A DML statement refused as invalid is
+// run once more if this node's metadata was behind etcd: a column or table
+// that another node just added must not be reported missing here. Invalid
+// statements have no effect, so running one again is safe.
 func (e *Executor) run(ctx context.Context, sess *Session, stmt parser.Statement, b *binder, req Request, text string) (*Result, error) {
+	res, err := e.dispatch(ctx, sess, stmt, b, req, text)
+	var ce *Error
+	if err == nil || !errors.As(err, &ce) || ce.Code != CodeInvalid {
+		return res, err
+	}
+	switch stmt.(type) {
+	case *parser.SelectStmt, *parser.InsertStmt, *parser.UpdateStmt, *parser.DeleteStmt, *parser.BatchStmt:
+	default:
+		return res, err
+	}
+	before := e.cfg.Meta.State().Revision
+	if !e.catchUp() || e.cfg.Meta.State().Revision == before {
+		return res, err
+	}
+	return e.dispatch(ctx, sess, stmt, b, req, text)
+}
+
+func (e *Executor) dispatch(ctx context.Context, sess *Session, stmt parser.Statement, b *binder, req Request, text string) (*Result, error) {
 	switch s := stmt.(type) {
 	case *parser.SelectStmt:
 		return e.runSelect(ctx, sess, s, b, req, text)
