@@ -1,0 +1,467 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/cosmosd/cosmosd/placement"
+)
+
+// Timings of the cluster under test: a node that stops renewing its
+// registration disappears after registrationTTL and is replaced deadAfter
+// later. See the package documentation for why the TTL is 15s.
+const (
+	registrationTTL = 15 * time.Second
+	deadAfter       = 5 * time.Second
+	etcdPrefix      = "/cosmosd/"
+)
+
+// nodeConfig is the YAML given to every node for what has no flag.
+var nodeConfig = fmt.Sprintf("registration_ttl: %s\nrequest_timeout: 8s\nshutdown_timeout: 10s\n", registrationTTL)
+
+// requireDocker skips the test, with the reason, when the e2e tests cannot
+// or should not run.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e: skipped in -short mode (the scenarios take minutes)")
+	}
+	if v := os.Getenv("COSMOSD_E2E"); v == "0" || v == "false" || v == "off" {
+		t.Skip("e2e: skipped because COSMOSD_E2E=" + v)
+	}
+	if why := dockerAvailable(); why != "" {
+		t.Skip("e2e: needs Docker: " + why)
+	}
+}
+
+// Container is one host of the cluster.
+type Container struct {
+	Name string // docker container name
+	Host string // cosmosd node name (node-N) or etcd member name (eN)
+	IP   string
+	ID   uint64 // cosmosd node id; 0 for etcd members
+}
+
+// Cluster is 3 etcd members and 5 cosmosd nodes in containers on one
+// private network. Methods are for the test goroutine.
+type Cluster struct {
+	t       *testing.T
+	art     *artifacts
+	runID   string
+	network string
+	prefix  string // "10.x.y."
+	dir     string
+	Etcd    []*Container
+	Nodes   []*Container
+	etcd    *clientv3.Client
+	gocql   *logBuffer
+
+	mu     sync.Mutex
+	faulty map[*Container]string // nodes that cannot answer now, and why
+}
+
+// startCluster starts a cluster that is removed when the test ends.
+func startCluster(t *testing.T) *Cluster {
+	t.Helper()
+	start := time.Now()
+	art, err := buildArtifacts()
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	sweepAbandoned()
+	c := &Cluster{t: t, art: art, runID: randomID(4), dir: t.TempDir(), gocql: &logBuffer{}, faulty: map[*Container]string{}}
+	c.network = "cosmosd-e2e-" + c.runID
+	if c.prefix, err = createNetwork(c.network, c.runID); err != nil {
+		t.Fatalf("network: %v", err)
+	}
+	t.Cleanup(c.remove)
+	t.Logf("run %s: image %s, network %s (%s0/24), built in %s", c.runID, art.image, c.network, c.prefix, time.Since(start).Round(100*time.Millisecond))
+
+	var initial, endpoints []string
+	for i := 1; i <= 3; i++ {
+		e := &Container{Name: fmt.Sprintf("%s-e%d", c.network, i), Host: fmt.Sprintf("e%d", i), IP: fmt.Sprintf("%s%d", c.prefix, 10+i)}
+		c.Etcd = append(c.Etcd, e)
+		initial = append(initial, fmt.Sprintf("%s=http://%s:2380", e.Host, e.IP))
+		endpoints = append(endpoints, e.IP+":2379")
+	}
+	for _, e := range c.Etcd {
+		c.create(t, e, "etcd", "--name", e.Host, "--data-dir", "/data",
+			"--listen-client", "0.0.0.0:2379", "--listen-peer", "0.0.0.0:2380",
+			"--advertise-client", e.IP+":2379", "--advertise-peer", e.IP+":2380",
+			"--initial-cluster", strings.Join(initial, ","))
+		c.docker(t, "start", e.Name)
+	}
+	c.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { _ = c.etcd.Close() })
+	for _, e := range c.Etcd {
+		waitFor(t, 60*time.Second, "etcd member "+e.Host+" serving", func() (bool, string) { return c.etcdMemberOK(e) })
+	}
+
+	cfgPath := filepath.Join(c.dir, "cosmosd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(nodeConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		n := &Container{Name: fmt.Sprintf("%s-node-%d", c.network, i), Host: fmt.Sprintf("node-%d", i), IP: fmt.Sprintf("%s%d", c.prefix, 20+i)}
+		c.Nodes = append(c.Nodes, n)
+		c.create(t, n, "--config", "/cosmosd.yaml", "--name", n.Host, "--data-dir", "/data",
+			"--etcd-endpoints", strings.Join(endpoints, ","), "--advertise-host", n.IP,
+			"--cql-addr", "0.0.0.0:9042", "--peer-addr", "0.0.0.0:7000", "--admin-addr", "0.0.0.0:7070", "--http-addr", "0.0.0.0:8080",
+			"--consensus", "raft", "--dead-after", deadAfter.String(),
+			"--label", fmt.Sprintf("zone=z%d", i), "--label", fmt.Sprintf("rack=r%d", i))
+		// A scratch image has no shell to write files with: copy the
+		// configuration into the created container before it starts.
+		c.docker(t, "cp", cfgPath, n.Name+":/cosmosd.yaml")
+		c.docker(t, "start", n.Name)
+	}
+	waitFor(t, 90*time.Second, "5 nodes up", func() (bool, string) {
+		nodes, err := c.NodesList()
+		if err != nil {
+			return false, err.Error()
+		}
+		byName := map[string]nodeJSON{}
+		for _, n := range nodes {
+			byName[n.Name] = n
+		}
+		for _, n := range c.Nodes {
+			if byName[n.Host].State != "up" {
+				return false, fmt.Sprint(nodes)
+			}
+			n.ID = byName[n.Host].ID
+		}
+		return true, ""
+	})
+	t.Logf("cluster up in %s: %s", time.Since(start).Round(100*time.Millisecond), c.describe())
+	return c
+}
+
+// create creates a container of the cluster (not started).
+func (c *Cluster) create(t testing.TB, x *Container, args ...string) {
+	t.Helper()
+	base := []string{"create", "--name", x.Name, "--hostname", x.Host,
+		"--label", labelRun + "=" + c.runID, "--label", labelOwner + "=" + strconv.Itoa(os.Getpid()),
+		"--network", c.network, "--ip", x.IP, "--init", "-v", "/data", c.art.image}
+	c.docker(t, append(base, args...)...)
+}
+
+// docker runs a docker command that must succeed.
+func (c *Cluster) docker(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := dockerT(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (c *Cluster) describe() string {
+	var s []string
+	for _, n := range c.Nodes {
+		s = append(s, fmt.Sprintf("%s=n%d@%s", n.Host, n.ID, n.IP))
+	}
+	return strings.Join(s, " ")
+}
+
+// remove dumps logs when the test failed (or COSMOSD_E2E_LOGS=1) and
+// removes the run's containers and network.
+func (c *Cluster) remove() {
+	if c.t.Failed() || os.Getenv("COSMOSD_E2E_LOGS") == "1" {
+		c.dumpLogs()
+	}
+	if err := removeRun(c.runID, c.network); err != nil {
+		c.t.Errorf("cleanup: %v", err)
+	}
+}
+
+// dumpLogs prints the tail of every container's log and keeps the full
+// logs in a directory for later reading.
+func (c *Cluster) dumpLogs() {
+	dir := filepath.Join(os.TempDir(), "cosmosd-e2e-logs-"+c.runID)
+	_ = os.MkdirAll(dir, 0o755)
+	for _, x := range append(append([]*Container{}, c.Etcd...), c.Nodes...) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, "docker", "logs", "-t", x.Name).CombinedOutput()
+		cancel()
+		if err != nil {
+			c.t.Logf("logs of %s: %v", x.Name, err)
+		}
+		_ = os.WriteFile(filepath.Join(dir, x.Host+".log"), out, 0o644)
+		c.t.Logf("---- last lines of %s (%s) ----\n%s", x.Host, x.IP, tail(string(out), 40))
+	}
+	_ = os.WriteFile(filepath.Join(dir, "gocql.log"), []byte(c.gocql.String()), 0o644)
+	c.t.Logf("---- last gocql log lines ----\n%s", tail(c.gocql.String(), 20))
+	c.t.Logf("full container logs in %s", dir)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("[... %d lines]", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	for i, l := range lines {
+		if len(l) > 400 {
+			lines[i] = l[:400] + "..."
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Faults. Each records whether the node can answer, so cosmosctl is
+// pointed at nodes that can.
+
+func (c *Cluster) setFaulty(x *Container, why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if why == "" {
+		delete(c.faulty, x)
+	} else {
+		c.faulty[x] = why
+	}
+}
+
+// Stop stops a container gracefully (SIGTERM; SIGKILL after 30s).
+func (c *Cluster) Stop(t testing.TB, x *Container) {
+	t.Helper()
+	c.setFaulty(x, "stopped")
+	c.docker(t, "stop", "-t", "30", x.Name)
+}
+
+// Kill kills a container (SIGKILL).
+func (c *Cluster) Kill(t testing.TB, x *Container) {
+	t.Helper()
+	c.setFaulty(x, "killed")
+	c.docker(t, "kill", x.Name)
+}
+
+// Start starts a stopped or killed container with its data.
+func (c *Cluster) Start(t testing.TB, x *Container) {
+	t.Helper()
+	c.docker(t, "start", x.Name)
+	c.setFaulty(x, "")
+}
+
+// Pause freezes every process of a container.
+func (c *Cluster) Pause(t testing.TB, x *Container) {
+	t.Helper()
+	c.setFaulty(x, "paused")
+	c.docker(t, "pause", x.Name)
+}
+
+// Unpause thaws a paused container.
+func (c *Cluster) Unpause(t testing.TB, x *Container) {
+	t.Helper()
+	c.docker(t, "unpause", x.Name)
+	c.setFaulty(x, "")
+}
+
+// Disconnect takes a container off the network.
+func (c *Cluster) Disconnect(t testing.TB, x *Container) {
+	t.Helper()
+	c.setFaulty(x, "disconnected")
+	c.docker(t, "network", "disconnect", c.network, x.Name)
+}
+
+// Connect puts a disconnected container back, at its address.
+func (c *Cluster) Connect(t testing.TB, x *Container) {
+	t.Helper()
+	c.docker(t, "network", "connect", "--ip", x.IP, c.network, x.Name)
+	c.setFaulty(x, "")
+}
+
+// restore undoes whatever fault a container is under; scenarios register
+// it as a cleanup so that one that fails half-way does not leave the next
+// with a broken cluster.
+func (c *Cluster) restore(t testing.TB, x *Container) {
+	c.mu.Lock()
+	why := c.faulty[x]
+	c.mu.Unlock()
+	var err error
+	switch why {
+	case "":
+		return
+	case "stopped", "killed":
+		_, err = dockerT("start", x.Name)
+	case "paused":
+		_, err = dockerT("unpause", x.Name)
+	case "disconnected":
+		_, err = dockerT("network", "connect", "--ip", x.IP, c.network, x.Name)
+	}
+	if err != nil {
+		t.Errorf("restore %s (%s): %v", x.Host, why, err)
+		return
+	}
+	c.setFaulty(x, "")
+}
+
+// byID returns the node container with a node id.
+func (c *Cluster) byID(id uint64) *Container {
+	for _, n := range c.Nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(d)
+	var last string
+	for {
+		ok, state := cond()
+		if ok {
+			return time.Since(start)
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// Sessions.
+
+// logBuffer keeps the driver's log lines for failure reports.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *logBuffer) add(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, time.Now().Format("15:04:05.000 ")+strings.TrimRight(s, "\n"))
+	if len(b.lines) > 5000 {
+		b.lines = b.lines[len(b.lines)-4000:]
+	}
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}
+
+func (b *logBuffer) Print(v ...any)                 { b.add(fmt.Sprint(v...)) }
+func (b *logBuffer) Printf(format string, v ...any) { b.add(fmt.Sprintf(format, v...)) }
+func (b *logBuffer) Println(v ...any)               { b.add(fmt.Sprintln(v...)) }
+
+// clusterConfig is the driver configuration of the test's clients: every
+// node a contact point, generous timeouts (longer than the nodes' request
+// timeout, so the node's answer arrives first), and retries on the next
+// host for idempotent statements.
+func (c *Cluster) clusterConfig(hosts ...*Container) *gocql.ClusterConfig {
+	if len(hosts) == 0 {
+		hosts = c.Nodes
+	}
+	var ips []string
+	for _, n := range hosts {
+		ips = append(ips, n.IP)
+	}
+	cc := gocql.NewCluster(ips...)
+	cc.Port = 9042
+	cc.ProtoVersion = 4
+	cc.Consistency = gocql.Quorum
+	cc.Timeout = 12 * time.Second
+	cc.ConnectTimeout = 5 * time.Second
+	cc.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 8}
+	cc.Logger = c.gocql
+	return cc
+}
+
+// Session opens a session over all nodes, closed when the test ends.
+func (c *Cluster) Session(t testing.TB) *gocql.Session {
+	t.Helper()
+	s, err := c.clusterConfig().CreateSession()
+	if err != nil {
+		t.Fatalf("gocql session: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NodeSession opens a session that talks to one node only.
+func (c *Cluster) NodeSession(t testing.TB, n *Container) *gocql.Session {
+	t.Helper()
+	cc := c.clusterConfig(n)
+	cc.HostFilter = gocql.WhiteListHostFilter(n.IP)
+	s, err := cc.CreateSession()
+	if err != nil {
+		t.Fatalf("gocql session on %s: %v", n.Host, err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Controller and operations, read from etcd.
+
+// ControllerNode returns the id of the node that leads (0: none).
+func (c *Cluster) ControllerNode() (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return placement.ControllerNode(ctx, c.etcd, etcdPrefix)
+}
+
+// Operations lists the placement operations.
+func (c *Cluster) Operations() ([]*placement.Operation, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return placement.ListOperations(ctx, c.etcd, etcdPrefix)
+}
+
+// etcdMemberOK reports whether an etcd member answers and knows a leader.
+func (c *Cluster) etcdMemberOK(e *Container) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	st, err := c.etcd.Status(ctx, e.IP+":2379")
+	if err != nil {
+		return false, err.Error()
+	}
+	if st.Leader == 0 {
+		return false, "no leader"
+	}
+	return true, ""
+}
+
+// etcdLeaderSeenBy returns the member id of the leader an etcd member
+// follows.
+func (c *Cluster) etcdLeaderSeenBy(e *Container) (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	st, err := c.etcd.Status(ctx, e.IP+":2379")
+	if err != nil {
+		return 0, err
+	}
+	return st.Leader, nil
+}
+
+// EtcdLeader returns the container of the etcd leader.
+func (c *Cluster) EtcdLeader() (*Container, error) {
+	for _, e := range c.Etcd {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		st, err := c.etcd.Status(ctx, e.IP+":2379")
+		cancel()
+		if err == nil && st.Leader != 0 && st.Leader == st.Header.GetMemberId() {
+			return e, nil
+		}
+	}
+	return nil, fmt.Errorf("no etcd member says it leads")
+}

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// workloadTable is the table every scenario writes to.
+const workloadTable = "ks.t"
+
+// keysPerWriter spreads writes over enough partition keys to reach every
+// physical partition.
+const keysPerWriter = 60
+
+// writer inserts rows until halted and records the acknowledged ones; every
+// fourth operation reads back an acknowledged row at QUORUM, which must
+// find it (a QUORUM read after an acknowledged QUORUM write is
+// linearizable here).
+type writer struct {
+	s     *gocql.Session
+	name  string
+	start time.Time
+
+	acked  sync.Map // row id (int) -> partition key (string)
+	n      atomic.Int64
+	reads  atomic.Int64
+	errs   atomic.Int64
+	misses atomic.Int64
+	maxLat atomic.Int64 // nanoseconds of the slowest successful operation
+
+	mu      sync.Mutex
+	errLog  []string // first errors, with times since start
+	stalls  []string // operations slower than 3s
+	stop    chan struct{}
+	done    sync.WaitGroup
+	stopped time.Time
+}
+
+// startWriter starts workers goroutines writing rows with ids from base
+// (distinct per writer, so scenarios never overwrite each other's rows).
+func startWriter(s *gocql.Session, name string, base, workers int) *writer {
+	w := &writer{s: s, name: name, start: time.Now(), stop: make(chan struct{})}
+	for g := 0; g < workers; g++ {
+		w.done.Add(1)
+		go func() {
+			defer w.done.Done()
+			var mine []int // acknowledged ids of this worker, for reads
+			for seq := 0; ; seq++ {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				if seq%4 == 3 && len(mine) > 0 {
+					w.read(mine[(seq*7919)%len(mine)])
+					continue
+				}
+				id := base + seq*workers + g
+				key := fmt.Sprintf("%s-%d", name, id%keysPerWriter)
+				if w.write(id, key) {
+					mine = append(mine, id)
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// attempts records the driver's attempts of one statement, to tell in a
+// failure report which hosts were tried and what each answered.
+type attempts struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (a *attempts) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := fmt.Sprintf("attempt %d on %s took %s", q.Attempt, q.Host.ConnectAddress(), q.End.Sub(q.Start).Round(time.Millisecond))
+	if q.Err != nil {
+		s += ": " + q.Err.Error()
+	}
+	a.list = append(a.list, s)
+}
+
+func (a *attempts) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return "[" + strings.Join(a.list, "; ") + "]"
+}
+
+func (w *writer) write(id int, key string) bool {
+	begin := time.Now()
+	var at attempts
+	err := w.s.Query("INSERT INTO "+workloadTable+" (k, i, v) VALUES (?, ?, ?)", key, id, w.name).Idempotent(true).Observer(&at).Exec()
+	if err != nil {
+		w.fail("insert", key, id, begin, fmt.Errorf("%w %s", err, &at))
+		return false
+	}
+	w.acked.Store(id, key)
+	w.n.Add(1)
+	w.latency("insert", begin, &at)
+	return true
+}
+
+func (w *writer) read(id int) {
+	k, _ := w.acked.Load(id)
+	key := k.(string)
+	begin := time.Now()
+	var v string
+	var at attempts
+	err := w.s.Query("SELECT v FROM "+workloadTable+" WHERE k = ? AND i = ?", key, id).Idempotent(true).Observer(&at).Scan(&v)
+	switch {
+	case err == gocql.ErrNotFound:
+		w.misses.Add(1)
+		w.note(&w.errLog, fmt.Sprintf("%s: acknowledged row (%s, %d) not found by a QUORUM read", w.since(begin), key, id))
+	case err != nil:
+		w.fail("select", key, id, begin, fmt.Errorf("%w %s", err, &at))
+	default:
+		w.reads.Add(1)
+		w.latency("select", begin, &at)
+	}
+}
+
+func (w *writer) fail(op, key string, id int, begin time.Time, err error) {
+	w.errs.Add(1)
+	w.note(&w.errLog, fmt.Sprintf("%s: %s (%s, %d) after %s: %v", w.since(begin), op, key, id, time.Since(begin).Round(time.Millisecond), err))
+}
+
+func (w *writer) latency(op string, begin time.Time, at *attempts) {
+	d := time.Since(begin)
+	for {
+		old := w.maxLat.Load()
+		if int64(d) <= old || w.maxLat.CompareAndSwap(old, int64(d)) {
+			break
+		}
+	}
+	if d > 3*time.Second {
+		w.note(&w.stalls, fmt.Sprintf("%s: %s took %s %s", w.since(begin), op, d.Round(time.Millisecond), at))
+	}
+}
+
+func (w *writer) since(t time.Time) string {
+	return "+" + t.Sub(w.start).Round(100*time.Millisecond).String()
+}
+
+func (w *writer) note(list *[]string, s string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(*list) < 20 {
+		*list = append(*list, s)
+	}
+}
+
+// halt stops the writer and waits for its workers.
+func (w *writer) halt() {
+	if w.stopped.IsZero() {
+		close(w.stop)
+		w.done.Wait()
+		w.stopped = time.Now()
+	}
+}
+
+// waitProgress waits until the writer has acknowledged n more rows.
+func (w *writer) waitProgress(t testing.TB, n int64, d time.Duration, what string) {
+	t.Helper()
+	target := w.n.Load() + n
+	waitFor(t, d, fmt.Sprintf("%d more acknowledged writes %s", n, what), func() (bool, string) {
+		return w.n.Load() >= target, fmt.Sprintf("%d of %d; errors %d", w.n.Load(), target, w.errs.Load())
+	})
+}
+
+// report logs what the writer saw and fails the test on any error or
+// missing row; the writer must have been halted.
+func (w *writer) report(t testing.TB) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("writer %s: %d rows acknowledged, %d reads in %s, slowest operation %s, %d stalls > 3s",
+		w.name, w.n.Load(), w.reads.Load(), w.stopped.Sub(w.start).Round(100*time.Millisecond),
+		time.Duration(w.maxLat.Load()).Round(time.Millisecond), len(w.stalls))
+	if len(w.stalls) > 0 {
+		t.Logf("writer %s stalls:\n  %s", w.name, strings.Join(w.stalls, "\n  "))
+	}
+	if e, m := w.errs.Load(), w.misses.Load(); e > 0 || m > 0 {
+		t.Errorf("writer %s: %d errors beyond driver retries, %d acknowledged rows not read back:\n  %s", w.name, e, m, strings.Join(w.errLog, "\n  "))
+	}
+}
+
+// checkAcked reads back, at QUORUM and one partition at a time, every row
+// the writers acknowledged, and returns how many it found.
+func checkAcked(t testing.TB, s *gocql.Session, writers ...*writer) int {
+	t.Helper()
+	want := map[string]map[int]bool{}
+	for _, w := range writers {
+		w.acked.Range(func(k, v any) bool {
+			key := v.(string)
+			if want[key] == nil {
+				want[key] = map[int]bool{}
+			}
+			want[key][k.(int)] = true
+			return true
+		})
+	}
+	count, missing := 0, 0
+	for key, rows := range want {
+		iter := s.Query("SELECT i FROM "+workloadTable+" WHERE k = ?", key).Consistency(gocql.Quorum).PageSize(5000).Idempotent(true).Iter()
+		got := map[int]bool{}
+		var i int
+		for iter.Scan(&i) {
+			got[i] = true
+		}
+		if err := iter.Close(); err != nil {
+			t.Errorf("read partition %s: %v", key, err)
+			continue
+		}
+		for i := range rows {
+			if !got[i] {
+				missing++
+				if missing <= 20 {
+					t.Errorf("acknowledged row (%s, %d) not found", key, i)
+				}
+			}
+			count++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d acknowledged rows lost", missing, count)
+	}
+	return count - missing
+}
