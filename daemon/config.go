@@ -93,7 +93,9 @@ type Config struct {
 	Knobs *Knobs `yaml:"-"`
 	// RegistrationTTL is the lease of the node's registration in etcd: a
 	// node that stops renewing it (crash, partition from etcd) is seen as
-	// down after it. Default 10s.
+	// down after it. Default 15s: the etcd client needs up to 8s to notice
+	// a silent etcd member and move on (5s keepalive ping + 3s timeout),
+	// and a lease must outlive that to survive an etcd failover.
 	RegistrationTTL time.Duration `yaml:"registration_ttl"`
 }
 
@@ -160,7 +162,7 @@ func (c *Config) SetDefaults() {
 		c.AutoRebalance = &t
 	}
 	if c.RegistrationTTL == 0 {
-		c.RegistrationTTL = 10 * time.Second
+		c.RegistrationTTL = 15 * time.Second
 	}
 }
 

@@ -186,7 +186,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.router = router.New(router.Config{NodeID: consensus.NodeID(n.id), Store: n.parts, Meta: n.meta, Logger: n.logger})
 
 	// Internal gRPC: forwarding (and the raft transport).
-	n.peerSrv = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxFrameBytes + (1 << 20)))
+	n.peerSrv = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxFrameBytes+(1<<20)), grpc.KeepaliveEnforcementPolicy(router.KeepaliveEnforcement))
 	kvpb.RegisterInternalServer(n.peerSrv, router.NewServer(n.parts))
 	if rs, ok := n.cons.(interface{ RegisterService(*grpc.Server) }); ok {
 		rs.RegisterService(n.peerSrv)

@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/cosmosd/cosmosd/consensus"
 	"github.com/cosmosd/cosmosd/consensus/raft"
+	"github.com/cosmosd/cosmosd/router"
 )
 
 // newRaftEngine builds the multi-raft engine. Peers are found through the
@@ -22,6 +26,7 @@ func newRaftEngine(n *Node) (consensus.Engine, error) {
 			}
 			return info.PeerAddr, nil
 		},
-		Logger: n.logger,
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithKeepaliveParams(router.KeepaliveParams)},
+		Logger:      n.logger,
 	})
 }

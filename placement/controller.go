@@ -253,13 +253,19 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 	c.rounds++
 	sizeCheck := c.rounds%c.cfg.SizeCheckEvery == 0
 	reports := c.collect(ctx, st, sizeCheck)
-	c.syncRings(ctx, st, reports)
 	ops, err := ListOperations(ctx, c.cli, c.cfg.Meta.Prefix())
 	if err != nil {
 		log.Warn("list operations", "err", err)
 		return
 	}
 	ops = c.collectGarbage(ctx, ops)
+	idle := map[uint64]bool{}
+	for _, op := range ops {
+		if op.Active() && op.Partition != 0 {
+			idle[op.Partition] = false
+		}
+	}
+	c.syncRings(ctx, st, reports, func(id uint64) bool { _, b := idle[id]; return !b })
 	busy := map[uint64]bool{}
 	moves, active := 0, 0
 	for _, op := range ops {
@@ -347,6 +353,9 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 	if active == 0 && !c.cfg.DisableAutoRebalance && c.stable(st, now) {
 		submitMoves(KindMove, PlanRebalance(view, c.cfg.RebalanceTolerance, c.cfg.MaxConcurrentMoves))
 	}
+	// Learners left behind by a move that failed halfway (its target
+	// died) hold a partition at 5 replicas: remove them.
+	c.removeOrphanLearners(ctx, reports, busy)
 	// Leadership stays even across nodes.
 	c.balanceLeaders(ctx, st, reports, busy)
 	c.schedule(ctx, wg, ops)
@@ -424,6 +433,34 @@ func (c *Controller) balanceLeaders(ctx context.Context, st *cluster.State, repo
 			c.cfg.Logger.Info("moved leadership", "partition", t.Partition, "from", t.From, "to", t.To)
 		}
 		cancel()
+	}
+}
+
+// removeOrphanLearners removes learners of partitions that no operation is
+// moving: only a move adds learners, and a move that ended without
+// promoting its learner leaves it behind.
+func (c *Controller) removeOrphanLearners(ctx context.Context, reports map[uint64]*report, busy map[uint64]bool) {
+	for id, r := range reports {
+		if busy[id] || r.desc == nil || r.leader == 0 {
+			continue
+		}
+		for _, rd := range r.desc.GetReplicas() {
+			if !rd.GetLearner() {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			d, err := c.cfg.Router.ChangeReplicas(cctx, id, []*kvpb.ReplicaChange{{Type: kvpb.ReplicaChange_REMOVE, Replica: rd}})
+			if err == nil {
+				err = c.syncCopy(cctx, d)
+			}
+			cancel()
+			if err != nil {
+				c.cfg.Logger.Warn("remove orphan learner", "partition", id, "node", rd.GetNodeId(), "err", err)
+			} else {
+				c.cfg.Logger.Info("removed orphan learner", "partition", id, "node", rd.GetNodeId())
+			}
+			break
+		}
 	}
 }
 
@@ -631,7 +668,7 @@ func (c *Controller) collect(ctx context.Context, st *cluster.State, stats bool)
 // descriptors: a newer generation (a membership change or split applied)
 // replaces the copy; a partition the rings do not know yet (the right half
 // of a split) is added. Every write is a compare-and-swap on the copy read.
-func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports map[uint64]*report) {
+func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports map[uint64]*report, idle func(uint64) bool) {
 	copyOf := func(st *cluster.State, d *kvpb.Descriptor) *kvpb.Descriptor {
 		return st.TablePartition(d.GetTableId(), d.GetId())
 	}
@@ -658,6 +695,10 @@ func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports m
 		case old == nil:
 			missing = append(missing, d)
 		case old.GetGeneration() < d.GetGeneration():
+			sync(old, d)
+		case old.GetGeneration() == d.GetGeneration() && !sameReplicas(old, d) && idle(d.GetId()):
+			// A move announced a learner in the copy and then failed
+			// before the group took it: the group is the truth.
 			sync(old, d)
 		}
 	}

@@ -13,6 +13,11 @@ import (
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 )
 
+// membershipTimeout bounds one membership change: it commits within a few
+// round trips when the group has a quorum, and a group without one should
+// not hold its partition (and the repairs it needs) for a whole step.
+const membershipTimeout = 20 * time.Second
+
 // catchUpLag is how far behind the leader's commit index a learner may be
 // when it is promoted; the last few entries arrive in the next heartbeat.
 const catchUpLag = 5
@@ -86,6 +91,9 @@ func (c *Controller) runMove(ctx context.Context, op *Operation) error {
 		}
 		st := c.cfg.Meta.State()
 		if st.Nodes[op.To] == nil {
+			// The learner (if added) is removed by the controller's
+			// orphan cleanup once this operation ends; a repair is
+			// planned again, towards another node.
 			return fmt.Errorf("target node %d is not live", op.To)
 		}
 		rep, err := c.observe(ctx, op.Partition, op.To)
@@ -153,7 +161,9 @@ func (c *Controller) addLearner(ctx context.Context, op *Operation, d *kvpb.Desc
 	if err := c.progress(ctx, op, "add learner", StateRunning, fmt.Sprintf("node %d", op.To), 0.1); err != nil {
 		return err
 	}
-	if _, err := c.cfg.Router.ChangeReplicas(ctx, op.Partition, []*kvpb.ReplicaChange{{Type: kvpb.ReplicaChange_ADD_LEARNER, Replica: learner}}); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, membershipTimeout)
+	defer cancel()
+	if _, err := c.cfg.Router.ChangeReplicas(cctx, op.Partition, []*kvpb.ReplicaChange{{Type: kvpb.ReplicaChange_ADD_LEARNER, Replica: learner}}); err != nil {
 		return fmt.Errorf("add learner: %w", err)
 	}
 	return c.progress(ctx, op, "add learner", StateDone, fmt.Sprintf("node %d", op.To), 0.2)
@@ -197,7 +207,9 @@ func (c *Controller) promote(ctx context.Context, op *Operation, rep *report, to
 	if err := c.progress(ctx, op, "swap", StateRunning, detail, 0.8); err != nil {
 		return err
 	}
-	d, err := c.cfg.Router.ChangeReplicas(ctx, op.Partition, changes)
+	cctx, cancel := context.WithTimeout(ctx, membershipTimeout)
+	defer cancel()
+	d, err := c.cfg.Router.ChangeReplicas(cctx, op.Partition, changes)
 	if err != nil {
 		return fmt.Errorf("promote and remove: %w", err)
 	}
@@ -212,7 +224,9 @@ func (c *Controller) removeSource(ctx context.Context, op *Operation, rep *repor
 	if err := c.moveLeadership(ctx, op, rep, from.GetNodeId()); err != nil {
 		return err
 	}
-	d, err := c.cfg.Router.ChangeReplicas(ctx, op.Partition, []*kvpb.ReplicaChange{{Type: kvpb.ReplicaChange_REMOVE, Replica: from}})
+	cctx, cancel := context.WithTimeout(ctx, membershipTimeout)
+	defer cancel()
+	d, err := c.cfg.Router.ChangeReplicas(cctx, op.Partition, []*kvpb.ReplicaChange{{Type: kvpb.ReplicaChange_REMOVE, Replica: from}})
 	if err != nil {
 		return fmt.Errorf("remove node %d: %w", from.GetNodeId(), err)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"github.com/cosmosd/cosmosd/cluster"
@@ -55,8 +56,18 @@ func New(cfg Config) *Router {
 	if len(cfg.DialOptions) == 0 {
 		cfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
+	// Keepalives find a dead or cut-off peer within seconds instead of
+	// leaving requests on a silent connection until TCP gives up.
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithKeepaliveParams(KeepaliveParams))
 	return &Router{cfg: cfg, conns: map[consensus.NodeID]*nodeConn{}}
 }
+
+// KeepaliveParams are the client keepalives of internal connections; the
+// internal server accepts them with KeepaliveEnforcement.
+var (
+	KeepaliveParams      = keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 3 * time.Second, PermitWithoutStream: true}
+	KeepaliveEnforcement = keepalive.EnforcementPolicy{MinTime: 4 * time.Second, PermitWithoutStream: true}
+)
 
 // Errors the router returns, matched with errors.Is.
 var (
@@ -206,7 +217,16 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 				continue
 			}
 			tried[node]++
-			sent, err := call(ctx, node, desc)
+			callCtx, cancel := ctx, context.CancelFunc(func() {})
+			if idempotent && len(cands) > 0 {
+				// A read may try another replica when this one is slow to
+				// answer (paused, cut off): give it part of the time left.
+				if dl, ok := ctx.Deadline(); ok {
+					callCtx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+				}
+			}
+			sent, err := call(callCtx, node, desc)
+			cancel()
 			if err == nil {
 				if t.Leader {
 					r.leaders.Store(desc.GetId(), node)
@@ -214,6 +234,12 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 				return nil
 			}
 			lastErr = err
+			if h, ok := r.leaders.Load(desc.GetId()); ok && h.(consensus.NodeID) == node && transportFailure(err) {
+				// The hinted leader did not answer: forget the hint so
+				// the next request (a driver retry) asks another replica
+				// instead of waiting on the same node again.
+				r.leaders.Delete(desc.GetId())
+			}
 			if ctx.Err() != nil {
 				return expired()
 			}
@@ -325,6 +351,22 @@ func (r *Router) read(ctx context.Context, node consensus.NodeID, req *kvpb.Read
 		return nil, partition.FromPB(resp.GetError())
 	}
 	return resp, nil
+}
+
+// transportFailure reports an error that says nothing about the partition,
+// only that its node did not answer in time or could not be reached.
+func transportFailure(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if partition.ErrorCode(err) == kvpb.Error_TIMEOUT {
+		return true
+	}
+	s, ok := status.FromError(errors.Unwrap(err))
+	if !ok {
+		s, ok = status.FromError(err)
+	}
+	return ok && (s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded)
 }
 
 // sentRPC reports whether a failed RPC may have reached the server.
