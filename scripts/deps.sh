@@ -4,6 +4,10 @@ set -euo pipefail
 need=()
 /usr/bin/python3 -c 'import cassandra' 2>/dev/null || need+=(python3-cassandra)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
+# make e2e-ansible: Ansible (with the community.docker collection) and
+# debootstrap for the test's Debian host image.
+command -v ansible-playbook >/dev/null || need+=(ansible)
+command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "installing: ${need[*]}" >&2
 sudo=""
