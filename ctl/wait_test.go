@@ -158,9 +158,11 @@ func TestFollowStops(t *testing.T) {
 		{
 			name:    "wait timeout",
 			answer:  func(int) (*adminpb.Operation, error) { return running(0.5, "catch up", "snapshot"), nil },
-			timeout: 50 * time.Millisecond,
+			// Long enough for the first poll to answer even on a loaded
+			// machine under the race detector.
+			timeout: 2 * time.Second,
 			output:  formatTable,
-			want:    `operation 12 is still running after 50ms \(--wait-timeout\); it goes on \(cosmosctl ops show 12 --wait\)`,
+			want:    `operation 12 is still running after 2s \(--wait-timeout\); it goes on \(cosmosctl ops show 12 --wait\)`,
 			stdout:  `^op 12 split: pending 0%\nop 12 drain: running 50% \(catch up: snapshot\)\n\n$`,
 		},
 		{

@@ -24,13 +24,23 @@ rm -rf "$deb" && mkdir -p "$deb/DEBIAN" "$deb/usr/bin" "$deb/lib/systemd/system"
 cp "$out/bin/cosmosd" "$out/bin/cosmosctl" "$deb/usr/bin/"
 cp systemd/cosmosd.service "$deb/lib/systemd/system/"
 cp systemd/cosmosd.yaml "$deb/etc/cosmosd/"
-debversion=$(echo "$version" | sed 's/^v//; s/[^A-Za-z0-9.+~-]/./g'); case "$debversion" in [0-9]*) ;; *) debversion="0.0.0~$debversion";; esac
+# A release tag (v1.2.3) is its own Debian version. A development build is
+# versioned by its commit time, so later commits always sort higher for dpkg
+# (a commit hash does not): 0.0.0~dev.20261121133534.gabc1234.
+case "$version" in
+v[0-9]*) debversion=$(echo "${version#v}" | sed 's/[^A-Za-z0-9.+~-]/./g') ;;
+*)
+	stamp=$(git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/dev/null || date -u +%Y%m%d%H%M%S)
+	debversion="0.0.0~dev.$stamp.g$(echo "$commit" | sed 's/[^A-Za-z0-9]//g')"
+	;;
+esac
 cat > "$deb/DEBIAN/control" <<CONTROL
 Package: cosmosd
 Version: $debversion
 Section: database
 Priority: optional
 Architecture: amd64
+Depends: adduser
 Maintainer: cosmosd maintainers <maintainers@cosmosd.invalid>
 Description: Cassandra-compatible database partitioned like Azure Cosmos DB
  cosmosd speaks the CQL native protocol and partitions, replicates and
@@ -49,4 +59,5 @@ POSTINST
 chmod 0755 "$deb/DEBIAN/postinst"
 dpkg-deb --root-owner-group --build "$deb" "dist/cosmosd_${debversion}_amd64.deb" >/dev/null
 rm -rf "$deb"
-ls -1 dist/
+echo "dist/$name.tar.gz"
+echo "dist/cosmosd_${debversion}_amd64.deb"
