@@ -156,8 +156,8 @@ func TestFollowStops(t *testing.T) {
 			stdout: `(?s)^\{\n  "id": 12,\n  "kind": "split",\n  "state": "failed",.*"error": "partition 4 cannot be split",.*\}\n$`,
 		},
 		{
-			name:    "wait timeout",
-			answer:  func(int) (*adminpb.Operation, error) { return running(0.5, "catch up", "snapshot"), nil },
+			name:   "wait timeout",
+			answer: func(int) (*adminpb.Operation, error) { return running(0.5, "catch up", "snapshot"), nil },
 			// Long enough for the first poll to answer even on a loaded
 			// machine under the race detector.
 			timeout: 2 * time.Second,
