@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cosmosd/cosmosd/test/blackbox"
 )
 
 // This file runs the playbooks of deploy/ansible against the hosts: the
@@ -187,7 +189,7 @@ func (c *Cluster) playbook(t *testing.T, inv string, name string, args ...string
 	}
 	res, perr := parseRecap(out.String())
 	if err != nil || perr != nil {
-		t.Fatalf("ansible-playbook %s failed after %s: %v %v (full output in %s)\n%s", strings.Join(full, " "), took, err, perr, logPath, tail(out.String(), 80))
+		t.Fatalf("ansible-playbook %s failed after %s: %v %v (full output in %s)\n%s", strings.Join(full, " "), took, err, perr, logPath, blackbox.Tail(out.String(), 80))
 	}
 	t.Logf("ansible-playbook %s: %s in %s (log %s)", strings.Join(append([]string{name}, args...), " "), formatRecap(res), took, logPath)
 	return res
@@ -222,12 +224,4 @@ func requireUnchanged(t *testing.T, what string, res map[string]recap, hosts ...
 			t.Errorf("%s: %s reports changed=%d failed=%d unreachable=%d, want all 0", what, h, r.Changed, r.Failed, r.Unreachable)
 		}
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("[... %d lines]", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
 }

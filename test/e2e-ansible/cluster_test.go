@@ -1,22 +1,20 @@
 package e2eansible
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cosmosd/cosmosd/test/blackbox"
+	"github.com/cosmosd/cosmosd/test/dockertest"
 )
 
 // Host is one container playing a Debian host.
@@ -32,12 +30,12 @@ type Host struct {
 type Cluster struct {
 	t       *testing.T
 	root    string // the module root
-	runID   string
+	run     *dockertest.Run
 	network string
 	prefix  string // "10.x.y."
 	image   string
 	logs    string      // playbook logs and, on failure, journals
-	ctl     string      // the host's cosmosctl
+	ctlPath string      // the host's cosmosctl
 	runs    int         // playbook runs so far, to number their logs
 	gocql   *log.Logger // the driver's log, in the log directory
 	Hosts   []*Host
@@ -46,9 +44,8 @@ type Cluster struct {
 // newCluster creates the network of a run; hosts are added by addHost.
 func newCluster(t *testing.T, root, image, ctl string) *Cluster {
 	t.Helper()
-	sweepAbandoned()
-	c := &Cluster{t: t, root: root, image: image, ctl: ctl, runID: randomID(4)}
-	c.network = "cosmosd-e2e-ansible-" + c.runID
+	c := &Cluster{t: t, root: root, image: image, ctlPath: ctl, run: dockertest.NewRun(suite)}
+	c.network = "cosmosd-e2e-ansible-" + c.run.ID
 	c.logs = filepath.Join(os.TempDir(), c.network)
 	if err := os.MkdirAll(c.logs, 0o755); err != nil {
 		t.Fatal(err)
@@ -59,7 +56,7 @@ func newCluster(t *testing.T, root, image, ctl string) *Cluster {
 	}
 	t.Cleanup(func() { _ = f.Close() })
 	c.gocql = log.New(f, "", log.LstdFlags|log.Lmicroseconds)
-	if c.prefix, err = createNetwork(c.network, c.runID); err != nil {
+	if c.prefix, err = c.run.CreateNetwork(c.network); err != nil {
 		t.Fatalf("network: %v", err)
 	}
 	t.Cleanup(c.remove)
@@ -72,15 +69,14 @@ func (c *Cluster) addHost(t *testing.T, i int) *Host {
 	t.Helper()
 	h := &Host{Name: fmt.Sprintf("%s-node-%d", c.network, i), Host: fmt.Sprintf("node-%d", i), IP: fmt.Sprintf("%s%d", c.prefix, 20+i),
 		Zone: fmt.Sprintf("z%d", i), Rack: fmt.Sprintf("r%d", i)}
-	args := []string{"run", "-d", "--name", h.Name, "--hostname", h.Host,
-		"--label", labelRun + "=" + c.runID, "--label", labelOwner + "=" + strconv.Itoa(os.Getpid()),
-		"--network", c.network, "--ip", h.IP}
+	args := append([]string{"run", "-d", "--name", h.Name, "--hostname", h.Host}, c.run.Labels()...)
+	args = append(args, "--network", c.network, "--ip", h.IP)
 	args = append(args, systemdRunFlags()...)
-	if _, err := dockerT(append(args, c.image)...); err != nil {
+	if _, err := dockertest.DockerT(append(args, c.image)...); err != nil {
 		t.Fatalf("start host %s: %v", h.Host, err)
 	}
 	c.Hosts = append(c.Hosts, h)
-	waitFor(t, 2*time.Minute, "systemd booted on "+h.Host, func() (bool, string) {
+	blackbox.WaitFor(t, 2*time.Minute, "systemd booted on "+h.Host, func() (bool, string) {
 		// "degraded" still boots: a unit that fails in a container is
 		// not ours to judge, and --failed is logged below.
 		out, _ := c.exec(h, "systemctl", "is-system-running")
@@ -94,7 +90,7 @@ func (c *Cluster) addHost(t *testing.T, i int) *Host {
 
 // exec runs a command in a host and returns its trimmed output.
 func (c *Cluster) exec(h *Host, args ...string) (string, error) {
-	out, err := dockerT(append([]string{"exec", h.Name}, args...)...)
+	out, err := dockertest.DockerT(append([]string{"exec", h.Name}, args...)...)
 	return strings.TrimSpace(out), err
 }
 
@@ -114,7 +110,7 @@ func (c *Cluster) remove() {
 	if c.t.Failed() {
 		c.dumpJournals()
 	}
-	if err := removeRun(c.runID, c.network); err != nil {
+	if err := c.run.Remove(c.network); err != nil {
 		c.t.Errorf("cleanup: %v", err)
 	}
 	if !c.t.Failed() && os.Getenv("COSMOSD_E2E_ANSIBLE_KEEP_LOGS") == "" {
@@ -136,114 +132,19 @@ func (c *Cluster) dumpJournals() {
 			c.t.Logf("journal of %s: %v", h.Host, err)
 		}
 		_ = os.WriteFile(filepath.Join(c.logs, h.Host+".journal"), out, 0o644)
-		c.t.Logf("---- last journal lines of %s (%s) ----\n%s", h.Host, h.IP, tail(string(out), 30))
-	}
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return time.Since(start)
-		}
-		if time.Since(start) > d {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, state)
-		}
-		<-tick.C
+		c.t.Logf("---- last journal lines of %s (%s) ----\n%s", h.Host, h.IP, blackbox.Tail(string(out), 30))
 	}
 }
 
 // cosmosctl, as an operator runs it from the host.
 
-// nodeJSON is one element of `cosmosctl nodes list -o json`.
-type nodeJSON struct {
-	ID       uint64 `json:"id"`
-	Name     string `json:"name"`
-	State    string `json:"state"`
-	Replicas int    `json:"replicas"`
-	Version  string `json:"version"`
-}
-
-// partJSON is one partition of `cosmosctl ring show -o json`.
-type partJSON struct {
-	ID       uint64 `json:"id"`
-	Table    string `json:"table"`
-	Start    int64  `json:"start"`
-	End      int64  `json:"end"`
-	Replicas []struct {
-		NodeID    uint64 `json:"node_id"`
-		Learner   bool   `json:"learner"`
-		Reachable bool   `json:"reachable"`
-	} `json:"replicas"`
-	LeaderNode uint64 `json:"leader_node"`
-}
-
-func (p partJSON) String() string {
-	var r []string
-	for _, x := range p.Replicas {
-		s := fmt.Sprintf("n%d", x.NodeID)
-		if x.NodeID == p.LeaderNode {
-			s += "*"
-		}
-		if x.Learner {
-			s += "(l)"
-		}
-		if !x.Reachable {
-			s += "?"
-		}
-		r = append(r, s)
-	}
-	return fmt.Sprintf("P%d[%s]", p.ID, strings.Join(r, ","))
-}
-
-// Ctl runs the host's cosmosctl against the given hosts' admin ports.
-func (c *Cluster) Ctl(hosts []*Host, args ...string) ([]byte, error) {
+// ctl is the host's cosmosctl pointed at the given hosts' admin ports.
+func (c *Cluster) ctl(hosts []*Host) blackbox.Ctl {
 	var eps []string
 	for _, h := range hosts {
 		eps = append(eps, h.IP+":7070")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	full := append([]string{"--endpoints", strings.Join(eps, ","), "--timeout", "20s"}, args...)
-	cmd := exec.CommandContext(ctx, c.ctl, full...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("cosmosctl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
-}
-
-// NodesList returns `cosmosctl nodes list`.
-func (c *Cluster) NodesList(hosts []*Host) ([]nodeJSON, error) {
-	out, err := c.Ctl(hosts, "nodes", "list", "-o", "json")
-	if err != nil {
-		return nil, err
-	}
-	var nodes []nodeJSON
-	if err := json.Unmarshal(out, &nodes); err != nil {
-		return nil, fmt.Errorf("nodes list: %w: %s", err, out)
-	}
-	return nodes, nil
-}
-
-// Ring returns `cosmosctl ring show`.
-func (c *Cluster) Ring(hosts []*Host) ([]partJSON, error) {
-	out, err := c.Ctl(hosts, "ring", "show", "-o", "json")
-	if err != nil {
-		return nil, err
-	}
-	var resp struct {
-		Partitions []partJSON `json:"partitions"`
-	}
-	if err := json.Unmarshal(out, &resp); err != nil {
-		return nil, fmt.Errorf("ring show: %w: %s", err, out)
-	}
-	return resp.Partitions, nil
+	return blackbox.Ctl{Path: c.ctlPath, Endpoints: eps}
 }
 
 // healthy reports whether exactly the given hosts are up (others may be
@@ -251,12 +152,12 @@ func (c *Cluster) Ring(hosts []*Host) ([]partJSON, error) {
 // with 4 voting replicas on distinct up nodes, all reachable, and a
 // leader.
 func (c *Cluster) healthy(hosts []*Host) (bool, string) {
-	nodes, err := c.NodesList(hosts)
+	nodes, err := c.ctl(hosts).Nodes()
 	if err != nil {
 		return false, err.Error()
 	}
 	up := map[uint64]bool{}
-	byName := map[string]nodeJSON{}
+	byName := map[string]blackbox.Node{}
 	for _, n := range nodes {
 		byName[n.Name] = n
 		if n.State == "up" {
@@ -271,62 +172,25 @@ func (c *Cluster) healthy(hosts []*Host) (bool, string) {
 	if len(up) != len(hosts) {
 		return false, fmt.Sprintf("%d nodes up, want %d: %v", len(up), len(hosts), nodes)
 	}
-	parts, err := c.Ring(hosts)
+	parts, err := c.ctl(hosts).Ring()
 	if err != nil {
 		return false, err.Error()
 	}
-	if len(parts) == 0 {
-		return false, "no partitions"
-	}
-	byTable := map[string][]partJSON{}
-	for _, p := range parts {
-		byTable[p.Table] = append(byTable[p.Table], p)
-	}
-	var problems []string
-	for table, ps := range byTable {
-		sort.Slice(ps, func(i, j int) bool { return ps[i].Start < ps[j].Start })
-		next := int64(math.MinInt64)
-		for i, p := range ps {
-			if p.Start != next || (i == len(ps)-1 && p.End != math.MaxInt64) {
-				problems = append(problems, fmt.Sprintf("%s: P%d covers [%d, %d], expected to start at %d", table, p.ID, p.Start, p.End, next))
-			}
-			next = p.End + 1
-			seen := map[uint64]bool{}
-			bad := len(p.Replicas) != 4 || p.LeaderNode == 0
-			for _, r := range p.Replicas {
-				bad = bad || r.Learner || !r.Reachable || !up[r.NodeID] || seen[r.NodeID]
-				seen[r.NodeID] = true
-			}
-			if bad {
-				problems = append(problems, table+": "+p.String())
-			}
-		}
-	}
-	if len(problems) > 0 {
-		return false, strings.Join(problems, "; ")
-	}
-	return true, ""
+	why := blackbox.RingHealth{Live: up, NeedLeader: true}.Check(parts)
+	return why == "", why
 }
 
 // CQL sessions from the host.
 
-// session opens a gocql session over the given hosts: every one a contact
-// point, QUORUM, timeouts longer than the nodes' request timeout and
-// retries on the next host for idempotent statements.
+// session opens a gocql session over the given hosts, every one a contact
+// point; a session over one host talks to that host only.
 func (c *Cluster) session(t *testing.T, hosts ...*Host) *gocql.Session {
 	t.Helper()
 	var ips []string
 	for _, h := range hosts {
 		ips = append(ips, h.IP)
 	}
-	cc := gocql.NewCluster(ips...)
-	cc.Port = 9042
-	cc.ProtoVersion = 4
-	cc.Consistency = gocql.Quorum
-	cc.Timeout = 12 * time.Second
-	cc.ConnectTimeout = 5 * time.Second
-	cc.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 8}
-	cc.Logger = c.gocql
+	cc := blackbox.ClusterConfig(c.gocql, ips...)
 	if len(hosts) == 1 {
 		cc.HostFilter = gocql.WhiteListHostFilter(hosts[0].IP)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cosmosd/cosmosd/test/dockertest"
 )
 
 // TestHealthCheck runs the role's cosmosd-health, the gate between two
@@ -21,7 +23,7 @@ func TestHealthCheck(t *testing.T) {
 	if err != nil {
 		t.Skip("needs python3")
 	}
-	root, err := moduleRoot()
+	root, err := dockertest.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,65 +3,21 @@ package e2eansible
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cosmosd/cosmosd/test/dockertest"
 )
 
 // This file drives Docker: the host image, the network and the containers
 // that play Debian hosts with systemd as PID 1.
 
-const (
-	// labelRun marks every resource of a run with the run's id.
-	labelRun = "cosmosd-e2e-ansible"
-	// labelOwner is the pid of the test process that created a resource,
-	// so that a later run can tell abandoned resources from live ones.
-	labelOwner = "cosmosd-e2e-ansible.owner"
-)
-
-// docker runs the docker CLI and returns its trimmed standard output; the
-// error carries standard error.
-func docker(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(stdout.String()), nil
-}
-
-// dockerT runs docker with a generous timeout.
-func dockerT(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	return docker(ctx, args...)
-}
-
-// dockerProblem reports why Docker cannot be used, "" when it can.
-func dockerProblem() string {
-	if _, err := exec.LookPath("docker"); err != nil {
-		return "no docker command in PATH"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := docker(ctx, "info", "--format", "{{.ServerVersion}}"); err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return "docker info failed (no reachable Docker engine): " + msg
-	}
-	return ""
-}
+// suite labels every Docker resource of the suite (see dockertest).
+const suite = "cosmosd-e2e-ansible"
 
 // ansibleProblem reports why the playbooks cannot be run, "" when they can.
 func ansibleProblem() string {
@@ -75,27 +31,6 @@ func ansibleProblem() string {
 	return ""
 }
 
-// moduleRoot is the directory of go.mod.
-func moduleRoot() (string, error) {
-	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the cosmosd module")
-	}
-	return filepath.Dir(gomod), nil
-}
-
-// goTool is the go command: $GO (as make passes it) or go on PATH.
-func goTool() string {
-	if g := os.Getenv("GO"); g != "" {
-		return g
-	}
-	return "go"
-}
-
 // imageProblem reports why the host image can be neither reused nor
 // built, "" when build.sh can produce it.
 func imageProblem(script string) string {
@@ -104,7 +39,7 @@ func imageProblem(script string) string {
 		return "hash " + script + ": " + err.Error()
 	}
 	tag := "cosmosd-e2e-ansible-host:" + strings.TrimSpace(string(sum))
-	if _, err := dockerT("image", "inspect", "--format", "{{.Id}}", tag); err == nil {
+	if _, err := dockertest.DockerT("image", "inspect", "--format", "{{.Id}}", tag); err == nil {
 		return ""
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
@@ -138,71 +73,6 @@ func buildImage(t *testing.T, script string) string {
 	return tag
 }
 
-// randomID returns n random bytes in hex.
-func randomID(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// createNetwork creates a bridge network on a random 10.x.y.0/24 that no
-// route of the host uses, and returns the subnet's first three octets.
-func createNetwork(name, runID string) (string, error) {
-	routes := hostRoutes()
-	var lastErr error
-	for attempt := 0; attempt < 20; attempt++ {
-		x, _ := rand.Int(rand.Reader, big.NewInt(150))
-		y, _ := rand.Int(rand.Reader, big.NewInt(256))
-		prefix := fmt.Sprintf("10.%d.%d.", 100+x.Int64(), y.Int64())
-		_, subnet, _ := net.ParseCIDR(prefix + "0/24")
-		if overlapsAny(subnet, routes) {
-			continue
-		}
-		_, err := dockerT("network", "create", "--driver", "bridge", "--subnet", subnet.String(), "--gateway", prefix+"1",
-			"--label", labelRun+"="+runID, "--label", labelOwner+"="+strconv.Itoa(os.Getpid()), name)
-		if err == nil {
-			return prefix, nil
-		}
-		lastErr = err
-		if !strings.Contains(err.Error(), "overlap") {
-			return "", err
-		}
-	}
-	return "", fmt.Errorf("no free subnet for the test network: %w", lastErr)
-}
-
-// hostRoutes are the IPv4 destinations of the host's routing table.
-func hostRoutes() []*net.IPNet {
-	raw, err := os.ReadFile("/proc/net/route")
-	if err != nil {
-		return nil
-	}
-	var out []*net.IPNet
-	for _, line := range strings.Split(string(raw), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 8 {
-			continue
-		}
-		dst, err1 := strconv.ParseUint(f[1], 16, 32)
-		mask, err2 := strconv.ParseUint(f[7], 16, 32)
-		if err1 != nil || err2 != nil || mask == 0 {
-			continue // the default route overlaps everything
-		}
-		le := func(v uint64) net.IP { return net.IPv4(byte(v), byte(v>>8), byte(v>>16), byte(v>>24)).To4() }
-		out = append(out, &net.IPNet{IP: le(dst), Mask: net.IPMask(le(mask))})
-	}
-	return out
-}
-
-func overlapsAny(n *net.IPNet, others []*net.IPNet) bool {
-	for _, o := range others {
-		if o.Contains(n.IP) || n.Contains(o.IP) {
-			return true
-		}
-	}
-	return false
-}
-
 // cgroup2Magic is CGROUP2_SUPER_MAGIC: /sys/fs/cgroup is the unified
 // hierarchy (cgroup v2) when its file system has this type.
 const cgroup2Magic = 0x63677270
@@ -223,7 +93,7 @@ func systemdRunFlags() []string {
 	// systemd skips them inside a container and the unit would run less
 	// confined than on a real host.
 	flags = append(flags, "--cap-add", "SYS_ADMIN")
-	if info, _ := dockerT("info", "--format", "{{.SecurityOptions}}"); strings.Contains(info, "apparmor") {
+	if info, _ := dockertest.DockerT("info", "--format", "{{.SecurityOptions}}"); strings.Contains(info, "apparmor") {
 		flags = append(flags, "--security-opt", "apparmor=unconfined")
 	}
 	var st syscall.Statfs_t
@@ -231,58 +101,4 @@ func systemdRunFlags() []string {
 		return append(flags, "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw")
 	}
 	return append(flags, "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro")
-}
-
-// sweepAbandoned removes containers and networks of earlier runs whose
-// test process is gone: go test's -timeout kills the process without
-// running cleanups.
-func sweepAbandoned() {
-	alive := func(owner string) bool {
-		pid, err := strconv.Atoi(owner)
-		if err != nil || pid <= 0 {
-			return false
-		}
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		return err == nil && bytes.Contains(cmdline, []byte(".test"))
-	}
-	out, err := dockerT("ps", "-a", "--filter", "label="+labelRun, "--format", `{{.ID}} {{.Label "`+labelOwner+`"}}`)
-	if err == nil {
-		var stale []string
-		for _, line := range strings.Split(out, "\n") {
-			if id, owner, ok := strings.Cut(strings.TrimSpace(line), " "); ok && !alive(owner) {
-				stale = append(stale, id)
-			}
-		}
-		if len(stale) > 0 {
-			_, _ = dockerT(append([]string{"rm", "-f", "-v"}, stale...)...)
-		}
-	}
-	out, err = dockerT("network", "ls", "--filter", "label="+labelRun, "--format", `{{.ID}} {{.Label "`+labelOwner+`"}}`)
-	if err == nil {
-		for _, line := range strings.Split(out, "\n") {
-			if id, owner, ok := strings.Cut(strings.TrimSpace(line), " "); ok && !alive(owner) {
-				_, _ = dockerT("network", "rm", id)
-			}
-		}
-	}
-}
-
-// removeRun removes every container (with its anonymous volumes) and the
-// network of a run.
-func removeRun(runID, network string) error {
-	var errs []error
-	ids, err := dockerT("ps", "-aq", "--filter", "label="+labelRun+"="+runID)
-	if err != nil {
-		errs = append(errs, err)
-	} else if ids != "" {
-		if _, err := dockerT(append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)...); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if network != "" {
-		if _, err := dockerT("network", "rm", network); err != nil && !strings.Contains(err.Error(), "not found") {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cosmosd/cosmosd/test/blackbox"
+	"github.com/cosmosd/cosmosd/test/dockertest"
 )
 
 // requireAll skips the test, with the reason, when it cannot or should not
@@ -28,7 +31,7 @@ func requireAll(t *testing.T, root string) {
 	if v := os.Getenv("COSMOSD_E2E_ANSIBLE"); v == "0" || v == "false" || v == "off" {
 		t.Skip("e2e-ansible: skipped because COSMOSD_E2E_ANSIBLE=" + v)
 	}
-	if why := dockerProblem(); why != "" {
+	if why := dockertest.Problem(); why != "" {
 		t.Skip("e2e-ansible: needs Docker: " + why)
 	}
 	if why := ansibleProblem(); why != "" {
@@ -47,7 +50,7 @@ func requireAll(t *testing.T, root string) {
 // idempotence check, a decommission and a node added; see the package
 // documentation.
 func TestAnsibleLifecycle(t *testing.T) {
-	root, err := moduleRoot()
+	root, err := dockertest.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +73,7 @@ func TestAnsibleLifecycle(t *testing.T) {
 		c.addHost(t, i)
 	}
 	hosts := append([]*Host(nil), c.Hosts...)
-	t.Logf("run %s: 5 hosts booted with systemd in %s on %s0/24 (%s)", c.runID, time.Since(t0).Round(100*time.Millisecond), c.prefix, strings.Join(systemdRunFlags(), " "))
+	t.Logf("run %s: 5 hosts booted with systemd in %s on %s0/24 (%s)", c.run.ID, time.Since(t0).Round(100*time.Millisecond), c.prefix, strings.Join(systemdRunFlags(), " "))
 	// What `apt install etcd-server` leaves on a Debian host: the package's
 	// default single-member etcd running. The etcd role must turn it into
 	// a member of the new 3-member cluster.
@@ -86,7 +89,7 @@ func TestAnsibleLifecycle(t *testing.T) {
 	}
 	write(inventory{deb: deb, etcd: hosts[:3], cosmosd: hosts})
 
-	var writers []*writer
+	var writers []*blackbox.Writer
 	var session *gocql.Session
 	step := func(name string, f func(t *testing.T)) {
 		t0 := time.Now()
@@ -108,7 +111,7 @@ func TestAnsibleLifecycle(t *testing.T) {
 	session = c.session(t, hosts...)
 
 	step("forms", func(t *testing.T) {
-		nodes, err := c.NodesList(hosts)
+		nodes, err := c.ctl(hosts).Nodes()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +128,7 @@ func TestAnsibleLifecycle(t *testing.T) {
 		}
 		for _, q := range []string{
 			"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
-			"CREATE TABLE " + workloadTable + " (k text, i int, v text, PRIMARY KEY (k, i)) WITH cosmosdb_provisioned_throughput = 30000",
+			blackbox.TableCQL,
 			"CREATE KEYSPACE uprofile WITH REPLICATION = {'class' : 'SimpleStrategy', 'replication_factor' : 1}",
 			"CREATE TABLE uprofile.user (user text, id int, message text, PRIMARY KEY (user, id))",
 		} {
@@ -134,26 +137,26 @@ func TestAnsibleLifecycle(t *testing.T) {
 			}
 		}
 		seedScenario(t, c, hosts)
-		took := waitFor(t, 3*time.Minute, "4 healthy replicas for every partition", func() (bool, string) { return c.healthy(hosts) })
-		parts, _ := c.Ring(hosts)
+		took := blackbox.WaitFor(t, 3*time.Minute, "4 healthy replicas for every partition", func() (bool, string) { return c.healthy(hosts) })
+		parts, _ := c.ctl(hosts).Ring()
 		n := 0
 		for _, p := range parts {
-			if p.Table == workloadTable {
+			if p.Table == blackbox.Table {
 				n++
 			}
 		}
 		if n != 3 {
-			t.Errorf("%s provisioned with 30000 RU/s has %d physical partitions, want 3: %v", workloadTable, n, parts)
+			t.Errorf("%s provisioned with 30000 RU/s has %d physical partitions, want 3: %v", blackbox.Table, n, parts)
 		}
-		out, _ := c.Ctl(hosts, "ring", "show")
+		out, _ := c.ctl(hosts).Run("ring", "show")
 		t.Logf("ring healthy %s after the tables were created:\n%s", took.Round(100*time.Millisecond), out)
 	})
 
 	step("rolling-upgrade", func(t *testing.T) {
-		w := startWriter(session, "roll", 1_000_000, 2)
+		w := blackbox.StartWriter(session, "roll", 1_000_000, 2)
 		writers = append(writers, w)
-		defer w.halt()
-		w.waitProgress(t, 50, time.Minute, "before the roll")
+		defer w.Halt()
+		w.WaitProgress(t, 50, time.Minute, "before the roll")
 		since := time.Now()
 		res := c.playbook(t, inv, "rolling-restart.yml", "-e", "cosmosd_deb="+upgrade.path)
 		oneAtATime(t, c, hosts, since)
@@ -162,17 +165,17 @@ func TestAnsibleLifecycle(t *testing.T) {
 				t.Errorf("%s: rolling-restart.yml changed nothing (%+v), want a restart", h.Host, res[h.Host])
 			}
 		}
-		w.waitProgress(t, 50, time.Minute, "after the roll")
-		w.halt()
-		w.report(t)
-		t.Logf("read back %d acknowledged rows at QUORUM", checkAcked(t, session, w))
+		w.WaitProgress(t, 50, time.Minute, "after the roll")
+		w.Halt()
+		w.Report(t)
+		t.Logf("read back %d acknowledged rows at QUORUM", blackbox.CheckAcked(t, session, w))
 		for _, h := range hosts {
 			if v := c.mustExec(t, h, "dpkg-query", "-W", "-f", "${Version}", "cosmosd"); v != upgrade.version {
 				t.Errorf("%s runs cosmosd %s after the upgrade, want %s", h.Host, v, upgrade.version)
 			}
 		}
 		handOffs(t, c, hosts)
-		waitFor(t, 2*time.Minute, "a healthy cluster after the roll", func() (bool, string) { return c.healthy(hosts) })
+		blackbox.WaitFor(t, 2*time.Minute, "a healthy cluster after the roll", func() (bool, string) { return c.healthy(hosts) })
 	})
 
 	// A rollback through site.yml (cosmosd_deb names an older package):
@@ -180,10 +183,10 @@ func TestAnsibleLifecycle(t *testing.T) {
 	// the nodes one at a time, each between two waits for a healthy
 	// cluster.
 	step("site-rollback", func(t *testing.T) {
-		w := startWriter(session, "site-rollback", 4_000_000, 2)
+		w := blackbox.StartWriter(session, "site-rollback", 4_000_000, 2)
 		writers = append(writers, w)
-		defer w.halt()
-		w.waitProgress(t, 50, time.Minute, "before the rollback")
+		defer w.Halt()
+		w.WaitProgress(t, 50, time.Minute, "before the rollback")
 		write(inventory{deb: rollback.path, etcd: hosts[:3], cosmosd: hosts})
 		since := time.Now()
 		res := c.playbook(t, inv, "site.yml")
@@ -197,9 +200,9 @@ func TestAnsibleLifecycle(t *testing.T) {
 				t.Errorf("%s runs cosmosd %s after the rollback, want %s", h.Host, v, rollback.version)
 			}
 		}
-		w.waitProgress(t, 50, time.Minute, "after the rollback")
-		w.halt()
-		w.report(t)
+		w.WaitProgress(t, 50, time.Minute, "after the rollback")
+		w.Halt()
+		w.Report(t)
 	})
 
 	step("site-again", func(t *testing.T) {
@@ -207,16 +210,16 @@ func TestAnsibleLifecycle(t *testing.T) {
 	})
 
 	step("decommission", func(t *testing.T) {
-		w := startWriter(session, "decommission", 2_000_000, 2)
+		w := blackbox.StartWriter(session, "decommission", 2_000_000, 2)
 		writers = append(writers, w)
-		defer w.halt()
-		w.waitProgress(t, 50, time.Minute, "before the decommission")
+		defer w.Halt()
+		w.WaitProgress(t, 50, time.Minute, "before the decommission")
 		victim, rest := hosts[4], hosts[:4]
 		res := c.playbook(t, inv, "decommission.yml", "-e", "node="+victim.Host)
 		if res[victim.Host].Changed == 0 {
 			t.Errorf("decommission.yml changed nothing on %s: %+v", victim.Host, res[victim.Host])
 		}
-		nodes, err := c.NodesList(rest)
+		nodes, err := c.ctl(rest).Nodes()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,15 +238,15 @@ func TestAnsibleLifecycle(t *testing.T) {
 			t.Errorf("cosmosd on %s is %q after decommission.yml, want disabled", victim.Host, out)
 		}
 		requireUnchanged(t, "second decommission.yml run", c.playbook(t, inv, "decommission.yml", "-e", "node="+victim.Host), victim)
-		w.waitProgress(t, 50, time.Minute, "after the decommission")
-		w.halt()
-		w.report(t)
+		w.WaitProgress(t, 50, time.Minute, "after the decommission")
+		w.Halt()
+		w.Report(t)
 	})
 
 	step("add-node", func(t *testing.T) {
-		w := startWriter(session, "add-node", 3_000_000, 2)
+		w := blackbox.StartWriter(session, "add-node", 3_000_000, 2)
 		writers = append(writers, w)
-		defer w.halt()
+		defer w.Halt()
 		fresh := c.addHost(t, 6)
 		live := append(append([]*Host(nil), hosts[:4]...), fresh)
 		// The operator removes the decommissioned host from the inventory
@@ -253,11 +256,11 @@ func TestAnsibleLifecycle(t *testing.T) {
 		if res[fresh.Host].Changed == 0 {
 			t.Errorf("add-node.yml changed nothing on %s", fresh.Host)
 		}
-		took := waitFor(t, 3*time.Minute, fresh.Host+" holding replicas in a healthy cluster", func() (bool, string) {
+		took := blackbox.WaitFor(t, 3*time.Minute, fresh.Host+" holding replicas in a healthy cluster", func() (bool, string) {
 			if ok, why := c.healthy(live); !ok {
 				return false, why
 			}
-			nodes, err := c.NodesList(live)
+			nodes, err := c.ctl(live).Nodes()
 			if err != nil {
 				return false, err.Error()
 			}
@@ -269,16 +272,16 @@ func TestAnsibleLifecycle(t *testing.T) {
 			return false, fmt.Sprintf("%s holds no replica: %v", fresh.Host, nodes)
 		})
 		t.Logf("%s holds replicas, cluster healthy %s after add-node.yml", fresh.Host, took.Round(100*time.Millisecond))
-		w.waitProgress(t, 50, time.Minute, "after the node was added")
-		w.halt()
-		w.report(t)
-		out, _ := c.Ctl(live, "nodes", "list")
+		w.WaitProgress(t, 50, time.Minute, "after the node was added")
+		w.Halt()
+		w.Report(t)
+		out, _ := c.ctl(live).Run("nodes", "list")
 		t.Logf("nodes after add-node.yml:\n%s", out)
 	})
 
 	step("nothing-lost", func(t *testing.T) {
 		s := c.session(t, c.Hosts[0], c.Hosts[1], c.Hosts[2], c.Hosts[3], c.Hosts[5])
-		t.Logf("every writer's acknowledged rows read back at QUORUM: %d rows", checkAcked(t, s, writers...))
+		t.Logf("every writer's acknowledged rows read back at QUORUM: %d rows", blackbox.CheckAcked(t, s, writers...))
 	})
 	t.Logf("whole lifecycle in %s", time.Since(begin).Round(time.Second))
 }
@@ -476,7 +479,7 @@ func repackDeb(t *testing.T, deb, dir, suffix string) debPackage {
 // goBuild builds a static binary of the module.
 func goBuild(t *testing.T, root, out, pkg string) {
 	t.Helper()
-	cmd := exec.Command(goTool(), "build", "-trimpath", "-o", out, pkg)
+	cmd := exec.Command(dockertest.GoTool(), "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var stderr bytes.Buffer

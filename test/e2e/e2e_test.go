@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cosmosd/cosmosd/placement"
+	"github.com/cosmosd/cosmosd/test/blackbox"
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +42,7 @@ func TestFailures(t *testing.T) {
 	requireDocker(t)
 	c := startCluster(t)
 	s := c.Session(t)
-	var writers []*writer
+	var writers []*blackbox.Writer
 	used := map[*Container]bool{}
 
 	if !t.Run("forms", func(t *testing.T) { scenarioForms(t, c, s) }) {
@@ -68,10 +69,10 @@ func TestFailures(t *testing.T) {
 					}
 				}
 			}
-			w := startWriter(s, f.name, (i+1)*10_000_000, 2)
+			w := blackbox.StartWriter(s, f.name, (i+1)*10_000_000, 2)
 			writers = append(writers, w)
-			defer w.halt()
-			w.waitProgress(t, 50, time.Minute, "before the fault")
+			defer w.Halt()
+			w.WaitProgress(t, 50, time.Minute, "before the fault")
 
 			t0 := time.Now()
 			t.Cleanup(func() { c.restore(t, victim) })
@@ -80,22 +81,22 @@ func TestFailures(t *testing.T) {
 			if len(victimLeads) > 0 {
 				t.Logf("%s led %s", victim.Host, strings.Join(victimLeads, ", "))
 			}
-			w.waitProgress(t, 100, time.Minute, "with "+victim.Host+" "+f.injectedState)
+			w.WaitProgress(t, 100, time.Minute, "with "+victim.Host+" "+f.injectedState)
 			t.Logf("writes continued: 100 more rows %s after the fault", time.Since(t0).Round(100*time.Millisecond))
-			waitFor(t, repairTimeout, "replicas of "+victim.Host+" replaced", func() (bool, string) { return c.RingHealthy(c.without(victim)) })
+			blackbox.WaitFor(t, repairTimeout, "replicas of "+victim.Host+" replaced", func() (bool, string) { return c.RingHealthy(c.without(victim)) })
 			t.Logf("replicas of %s replaced %s after the fault", victim.Host, time.Since(t0).Round(100*time.Millisecond))
 
 			t1 := time.Now()
 			f.heal(t, victim)
 			waitCalm(t, c, victim.Host+" back, its stale replicas collected")
 			t.Logf("%s back and its stale replicas collected %s after it returned", victim.Host, time.Since(t1).Round(100*time.Millisecond))
-			w.waitProgress(t, 50, time.Minute, "after the node returned")
-			w.halt()
-			w.report(t)
-			t.Logf("read back %d acknowledged rows at QUORUM", checkAcked(t, s, w))
+			w.WaitProgress(t, 50, time.Minute, "after the node returned")
+			w.Halt()
+			w.Report(t)
+			t.Logf("read back %d acknowledged rows at QUORUM", blackbox.CheckAcked(t, s, w))
 		})
 	}
-	keep := func(w *writer) { writers = append(writers, w) }
+	keep := func(w *blackbox.Writer) { writers = append(writers, w) }
 	t.Run("kill-controller", func(t *testing.T) { scenarioKillController(t, c, s, keep) })
 	t.Run("kill-etcd", func(t *testing.T) {
 		scenarioEtcdLeaderFault(t, c, s, keep, "kill-etcd", 50_000_000, c.Kill, c.Start, "killed")
@@ -105,7 +106,7 @@ func TestFailures(t *testing.T) {
 	})
 	t.Run("nothing-lost", func(t *testing.T) {
 		waitCalm(t, c, "at the end")
-		n := checkAcked(t, c.Session(t), writers...)
+		n := blackbox.CheckAcked(t, c.Session(t), writers...)
 		t.Logf("every scenario's acknowledged rows read back: %d rows", n)
 	})
 }
@@ -117,7 +118,7 @@ func TestFailures(t *testing.T) {
 func waitCalm(t *testing.T, c *Cluster, what string) {
 	t.Helper()
 	var since time.Time
-	waitFor(t, calmTimeout, "a calm cluster "+what, func() (bool, string) {
+	blackbox.WaitFor(t, calmTimeout, "a calm cluster "+what, func() (bool, string) {
 		ok, why := c.Calm(c.Nodes)
 		switch {
 		case !ok:
@@ -139,7 +140,7 @@ func pickVictim(t *testing.T, c *Cluster, used map[*Container]bool) *Container {
 	if err != nil {
 		t.Fatal(err)
 	}
-	holders := replicaHolders(parts)
+	holders := blackbox.ReplicaHolders(parts)
 	leads := map[uint64]int{}
 	for _, p := range parts {
 		leads[p.LeaderNode]++
@@ -185,7 +186,7 @@ func scenarioForms(t *testing.T, c *Cluster, s *gocql.Session) {
 	}
 	for _, q := range []string{
 		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
-		"CREATE TABLE " + workloadTable + " (k text, i int, v text, PRIMARY KEY (k, i)) WITH cosmosdb_provisioned_throughput = 30000",
+		blackbox.TableCQL,
 		"CREATE KEYSPACE uprofile WITH REPLICATION = {'class' : 'SimpleStrategy', 'replication_factor' : 1}",
 		"CREATE TABLE uprofile.user (user text, id int, message text, PRIMARY KEY (user, id))",
 	} {
@@ -199,12 +200,12 @@ func scenarioForms(t *testing.T, c *Cluster, s *gocql.Session) {
 	}
 	n := 0
 	for _, p := range parts {
-		if p.Table == workloadTable {
+		if p.Table == blackbox.Table {
 			n++
 		}
 	}
 	if n != 3 {
-		t.Errorf("%s provisioned with 30000 RU/s has %d physical partitions, want 3: %v", workloadTable, n, parts)
+		t.Errorf("%s provisioned with 30000 RU/s has %d physical partitions, want 3: %v", blackbox.Table, n, parts)
 	}
 	// The article's seed scenario, written through one node (out of
 	// clustering order) and read through every node.
@@ -272,7 +273,7 @@ func checkPeers(t *testing.T, s *gocql.Session, node *Container) {
 
 // scenarioKillController kills the elected controller: another node must
 // take over and repair the dead controller's replicas.
-func scenarioKillController(t *testing.T, c *Cluster, s *gocql.Session, keep func(*writer)) {
+func scenarioKillController(t *testing.T, c *Cluster, s *gocql.Session, keep func(*blackbox.Writer)) {
 	waitCalm(t, c, "before the scenario")
 	ctrl, err := c.ControllerNode()
 	if err != nil || ctrl == 0 {
@@ -288,20 +289,20 @@ func scenarioKillController(t *testing.T, c *Cluster, s *gocql.Session, keep fun
 	}
 	// The controller must hold replicas so that its death needs a repair
 	// that only the new controller can do.
-	if replicaHolders(parts)[ctrl] == 0 {
+	if blackbox.ReplicaHolders(parts)[ctrl] == 0 {
 		t.Fatalf("controller %s holds no replica, so killing it needs no repair: %v", victim.Host, parts)
 	}
-	w := startWriter(s, "kill-controller", 40_000_000, 2)
+	w := blackbox.StartWriter(s, "kill-controller", 40_000_000, 2)
 	keep(w)
-	defer w.halt()
-	w.waitProgress(t, 50, time.Minute, "before the fault")
+	defer w.Halt()
+	w.WaitProgress(t, 50, time.Minute, "before the fault")
 
 	t0 := time.Now()
 	t.Cleanup(func() { c.restore(t, victim) })
 	c.Kill(t, victim)
-	t.Logf("controller %s (n%d, %d replicas) killed", victim.Host, ctrl, replicaHolders(parts)[ctrl])
+	t.Logf("controller %s (n%d, %d replicas) killed", victim.Host, ctrl, blackbox.ReplicaHolders(parts)[ctrl])
 	var next uint64
-	took := waitFor(t, 30*time.Second, "another controller", func() (bool, string) {
+	took := blackbox.WaitFor(t, 30*time.Second, "another controller", func() (bool, string) {
 		id, err := c.ControllerNode()
 		if err != nil {
 			return false, err.Error()
@@ -313,8 +314,8 @@ func scenarioKillController(t *testing.T, c *Cluster, s *gocql.Session, keep fun
 		t.Fatalf("new controller n%d is none of the nodes", next)
 	}
 	t.Logf("%s (n%d) took over as controller %s after the kill", c.byID(next).Host, next, took.Round(100*time.Millisecond))
-	w.waitProgress(t, 100, time.Minute, "with the controller dead")
-	waitFor(t, repairTimeout, "replicas of the dead controller replaced", func() (bool, string) { return c.RingHealthy(c.without(victim)) })
+	w.WaitProgress(t, 100, time.Minute, "with the controller dead")
+	blackbox.WaitFor(t, repairTimeout, "replicas of the dead controller replaced", func() (bool, string) { return c.RingHealthy(c.without(victim)) })
 	t.Logf("replicas of %s replaced %s after the kill", victim.Host, time.Since(t0).Round(100*time.Millisecond))
 	ops, err := c.Operations()
 	if err != nil {
@@ -334,17 +335,17 @@ func scenarioKillController(t *testing.T, c *Cluster, s *gocql.Session, keep fun
 	c.Start(t, victim)
 	waitCalm(t, c, victim.Host+" back, its stale replicas collected")
 	t.Logf("%s back and its stale replicas collected %s after it restarted", victim.Host, time.Since(t1).Round(100*time.Millisecond))
-	w.waitProgress(t, 50, time.Minute, "after the old controller returned")
-	w.halt()
-	w.report(t)
-	t.Logf("read back %d acknowledged rows at QUORUM", checkAcked(t, s, w))
+	w.WaitProgress(t, 50, time.Minute, "after the old controller returned")
+	w.Halt()
+	w.Report(t)
+	t.Logf("read back %d acknowledged rows at QUORUM", blackbox.CheckAcked(t, s, w))
 }
 
 // scenarioEtcdLeaderFault kills or pauses the etcd leader: the other two
 // members keep quorum, so nothing the clients see changes, and the member
 // rejoins. A killed member's connections are closed by its kernel; a paused
 // one's stay open and silent, which only keepalives detect.
-func scenarioEtcdLeaderFault(t *testing.T, c *Cluster, s *gocql.Session, keep func(*writer), name string, base int,
+func scenarioEtcdLeaderFault(t *testing.T, c *Cluster, s *gocql.Session, keep func(*blackbox.Writer), name string, base int,
 	inject, heal func(testing.TB, *Container), injected string) {
 	waitCalm(t, c, "before the scenario")
 	leader, err := c.EtcdLeader()
@@ -363,10 +364,10 @@ func scenarioEtcdLeaderFault(t *testing.T, c *Cluster, s *gocql.Session, keep fu
 	for _, op := range opsBefore {
 		known[op.ID] = true
 	}
-	w := startWriter(s, name, base, 2)
+	w := blackbox.StartWriter(s, name, base, 2)
 	keep(w)
-	defer w.halt()
-	w.waitProgress(t, 50, time.Minute, "before the fault")
+	defer w.Halt()
+	w.WaitProgress(t, 50, time.Minute, "before the fault")
 
 	t0 := time.Now()
 	t.Cleanup(func() { c.restore(t, leader) })
@@ -378,7 +379,7 @@ func scenarioEtcdLeaderFault(t *testing.T, c *Cluster, s *gocql.Session, keep fu
 			others = append(others, e)
 		}
 	}
-	took := waitFor(t, 30*time.Second, "a new etcd leader", func() (bool, string) {
+	took := blackbox.WaitFor(t, 30*time.Second, "a new etcd leader", func() (bool, string) {
 		for _, e := range others {
 			lead, err := c.etcdLeaderSeenBy(e)
 			if err != nil || lead == 0 || lead == leaderID {
@@ -388,7 +389,7 @@ func scenarioEtcdLeaderFault(t *testing.T, c *Cluster, s *gocql.Session, keep fu
 		return true, ""
 	})
 	t.Logf("etcd has a new leader %s after the fault", took.Round(100*time.Millisecond))
-	w.waitProgress(t, 100, time.Minute, "with an etcd member dead")
+	w.WaitProgress(t, 100, time.Minute, "with an etcd member dead")
 
 	// DDL goes through etcd transactions.
 	table := "ks." + strings.ReplaceAll(name, "-", "_")
@@ -429,13 +430,13 @@ func scenarioEtcdLeaderFault(t *testing.T, c *Cluster, s *gocql.Session, keep fu
 	}
 
 	heal(t, leader)
-	took = waitFor(t, time.Minute, "the etcd member back", func() (bool, string) { return c.etcdMemberOK(leader) })
+	took = blackbox.WaitFor(t, time.Minute, "the etcd member back", func() (bool, string) { return c.etcdMemberOK(leader) })
 	t.Logf("etcd member %s back %s after it was restored (%s after the fault)", leader.Host, took.Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
 	waitCalm(t, c, "after the etcd member returned")
-	w.waitProgress(t, 50, time.Minute, "after the etcd member returned")
-	w.halt()
-	w.report(t)
-	t.Logf("read back %d acknowledged rows at QUORUM", checkAcked(t, s, w))
+	w.WaitProgress(t, 50, time.Minute, "after the etcd member returned")
+	w.Halt()
+	w.Report(t)
+	t.Logf("read back %d acknowledged rows at QUORUM", blackbox.CheckAcked(t, s, w))
 }
 
 // holdFor checks cond repeatedly for d; it must hold every time.

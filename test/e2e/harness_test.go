@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/placement"
+	"github.com/cosmosd/cosmosd/test/blackbox"
+	"github.com/cosmosd/cosmosd/test/dockertest"
 )
 
 // Timings of the cluster under test: a node that stops renewing its
@@ -41,7 +42,7 @@ func requireDocker(t *testing.T) {
 	if v := os.Getenv("COSMOSD_E2E"); v == "0" || v == "false" || v == "off" {
 		t.Skip("e2e: skipped because COSMOSD_E2E=" + v)
 	}
-	if why := dockerAvailable(); why != "" {
+	if why := dockertest.Problem(); why != "" {
 		t.Skip("e2e: needs Docker: " + why)
 	}
 }
@@ -59,14 +60,14 @@ type Container struct {
 type Cluster struct {
 	t       *testing.T
 	art     *artifacts
-	runID   string
+	run     *dockertest.Run
 	network string
 	prefix  string // "10.x.y."
 	dir     string
 	Etcd    []*Container
 	Nodes   []*Container
 	etcd    *clientv3.Client
-	gocql   *logBuffer
+	gocql   *blackbox.LogBuffer
 
 	mu     sync.Mutex
 	faulty map[*Container]string // nodes that cannot answer now, and why
@@ -80,14 +81,13 @@ func startCluster(t *testing.T) *Cluster {
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	sweepAbandoned()
-	c := &Cluster{t: t, art: art, runID: randomID(4), dir: t.TempDir(), gocql: &logBuffer{}, faulty: map[*Container]string{}}
-	c.network = "cosmosd-e2e-" + c.runID
-	if c.prefix, err = createNetwork(c.network, c.runID); err != nil {
+	c := &Cluster{t: t, art: art, run: dockertest.NewRun(suite), dir: t.TempDir(), gocql: &blackbox.LogBuffer{}, faulty: map[*Container]string{}}
+	c.network = "cosmosd-e2e-" + c.run.ID
+	if c.prefix, err = c.run.CreateNetwork(c.network); err != nil {
 		t.Fatalf("network: %v", err)
 	}
 	t.Cleanup(c.remove)
-	t.Logf("run %s: image %s, network %s (%s0/24), built in %s", c.runID, art.image, c.network, c.prefix, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("run %s: image %s, network %s (%s0/24), built in %s", c.run.ID, art.image, c.network, c.prefix, time.Since(start).Round(100*time.Millisecond))
 
 	var initial, endpoints []string
 	for i := 1; i <= 3; i++ {
@@ -110,7 +110,7 @@ func startCluster(t *testing.T) *Cluster {
 	}
 	t.Cleanup(func() { _ = c.etcd.Close() })
 	for _, e := range c.Etcd {
-		waitFor(t, 60*time.Second, "etcd member "+e.Host+" serving", func() (bool, string) { return c.etcdMemberOK(e) })
+		blackbox.WaitFor(t, 60*time.Second, "etcd member "+e.Host+" serving", func() (bool, string) { return c.etcdMemberOK(e) })
 	}
 
 	cfgPath := filepath.Join(c.dir, "cosmosd.yaml")
@@ -130,12 +130,12 @@ func startCluster(t *testing.T) *Cluster {
 		c.docker(t, "cp", cfgPath, n.Name+":/cosmosd.yaml")
 		c.docker(t, "start", n.Name)
 	}
-	waitFor(t, 90*time.Second, "5 nodes up", func() (bool, string) {
+	blackbox.WaitFor(t, 90*time.Second, "5 nodes up", func() (bool, string) {
 		nodes, err := c.NodesList()
 		if err != nil {
 			return false, err.Error()
 		}
-		byName := map[string]nodeJSON{}
+		byName := map[string]blackbox.Node{}
 		for _, n := range nodes {
 			byName[n.Name] = n
 		}
@@ -154,16 +154,15 @@ func startCluster(t *testing.T) *Cluster {
 // create creates a container of the cluster (not started).
 func (c *Cluster) create(t testing.TB, x *Container, args ...string) {
 	t.Helper()
-	base := []string{"create", "--name", x.Name, "--hostname", x.Host,
-		"--label", labelRun + "=" + c.runID, "--label", labelOwner + "=" + strconv.Itoa(os.Getpid()),
-		"--network", c.network, "--ip", x.IP, "--init", "-v", "/data", c.art.image}
+	base := append([]string{"create", "--name", x.Name, "--hostname", x.Host}, c.run.Labels()...)
+	base = append(base, "--network", c.network, "--ip", x.IP, "--init", "-v", "/data", c.art.image)
 	c.docker(t, append(base, args...)...)
 }
 
 // docker runs a docker command that must succeed.
 func (c *Cluster) docker(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := dockerT(args...)
+	out, err := dockertest.DockerT(args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +183,7 @@ func (c *Cluster) remove() {
 	if c.t.Failed() || os.Getenv("COSMOSD_E2E_LOGS") == "1" {
 		c.dumpLogs()
 	}
-	if err := removeRun(c.runID, c.network); err != nil {
+	if err := c.run.Remove(c.network); err != nil {
 		c.t.Errorf("cleanup: %v", err)
 	}
 }
@@ -192,7 +191,7 @@ func (c *Cluster) remove() {
 // dumpLogs prints the tail of every container's log and keeps the full
 // logs in a directory for later reading.
 func (c *Cluster) dumpLogs() {
-	dir := filepath.Join(os.TempDir(), "cosmosd-e2e-logs-"+c.runID)
+	dir := filepath.Join(os.TempDir(), "cosmosd-e2e-logs-"+c.run.ID)
 	_ = os.MkdirAll(dir, 0o755)
 	for _, x := range append(append([]*Container{}, c.Etcd...), c.Nodes...) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -202,24 +201,11 @@ func (c *Cluster) dumpLogs() {
 			c.t.Logf("logs of %s: %v", x.Name, err)
 		}
 		_ = os.WriteFile(filepath.Join(dir, x.Host+".log"), out, 0o644)
-		c.t.Logf("---- last lines of %s (%s) ----\n%s", x.Host, x.IP, tail(string(out), 40))
+		c.t.Logf("---- last lines of %s (%s) ----\n%s", x.Host, x.IP, blackbox.Tail(string(out), 40))
 	}
 	_ = os.WriteFile(filepath.Join(dir, "gocql.log"), []byte(c.gocql.String()), 0o644)
-	c.t.Logf("---- last gocql log lines ----\n%s", tail(c.gocql.String(), 20))
+	c.t.Logf("---- last gocql log lines ----\n%s", blackbox.Tail(c.gocql.String(), 20))
 	c.t.Logf("full container logs in %s", dir)
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("[... %d lines]", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	for i, l := range lines {
-		if len(l) > 400 {
-			lines[i] = l[:400] + "..."
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Faults. Each records whether the node can answer, so cosmosctl is
@@ -296,11 +282,11 @@ func (c *Cluster) restore(t testing.TB, x *Container) {
 	case "":
 		return
 	case "stopped", "killed":
-		_, err = dockerT("start", x.Name)
+		_, err = dockertest.DockerT("start", x.Name)
 	case "paused":
-		_, err = dockerT("unpause", x.Name)
+		_, err = dockertest.DockerT("unpause", x.Name)
 	case "disconnected":
-		_, err = dockerT("network", "connect", "--ip", x.IP, c.network, x.Name)
+		_, err = dockertest.DockerT("network", "connect", "--ip", x.IP, c.network, x.Name)
 	}
 	if err != nil {
 		t.Errorf("restore %s (%s): %v", x.Host, why, err)
@@ -319,55 +305,10 @@ func (c *Cluster) byID(id uint64) *Container {
 	return nil
 }
 
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(d)
-	var last string
-	for {
-		ok, state := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, last)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // Sessions.
 
-// logBuffer keeps the driver's log lines for failure reports.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *logBuffer) add(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = append(b.lines, time.Now().Format("15:04:05.000 ")+strings.TrimRight(s, "\n"))
-	if len(b.lines) > 5000 {
-		b.lines = b.lines[len(b.lines)-4000:]
-	}
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.lines, "\n")
-}
-
-func (b *logBuffer) Print(v ...any)                 { b.add(fmt.Sprint(v...)) }
-func (b *logBuffer) Printf(format string, v ...any) { b.add(fmt.Sprintf(format, v...)) }
-func (b *logBuffer) Println(v ...any)               { b.add(fmt.Sprintln(v...)) }
-
-// clusterConfig is the driver configuration of the test's clients: every
-// node a contact point, generous timeouts (longer than the nodes' request
-// timeout, so the node's answer arrives first), and retries on the next
-// host for idempotent statements.
+// clusterConfig is the driver configuration of the test's clients, with
+// the given nodes (default: all) as contact points.
 func (c *Cluster) clusterConfig(hosts ...*Container) *gocql.ClusterConfig {
 	if len(hosts) == 0 {
 		hosts = c.Nodes
@@ -376,15 +317,7 @@ func (c *Cluster) clusterConfig(hosts ...*Container) *gocql.ClusterConfig {
 	for _, n := range hosts {
 		ips = append(ips, n.IP)
 	}
-	cc := gocql.NewCluster(ips...)
-	cc.Port = 9042
-	cc.ProtoVersion = 4
-	cc.Consistency = gocql.Quorum
-	cc.Timeout = 12 * time.Second
-	cc.ConnectTimeout = 5 * time.Second
-	cc.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 8}
-	cc.Logger = c.gocql
-	return cc
+	return blackbox.ClusterConfig(c.gocql, ips...)
 }
 
 // Session opens a session over all nodes, closed when the test ends.

@@ -1,7 +1,8 @@
-package e2e
+package blackbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,18 +13,22 @@ import (
 	"github.com/gocql/gocql"
 )
 
-// workloadTable is the table every scenario writes to.
-const workloadTable = "ks.t"
+// Table is the table writers insert into; TableCQL creates it.
+const Table = "ks.t"
+
+// TableCQL creates Table with room for three physical partitions at the
+// default split threshold of 10,000 RU/s each.
+const TableCQL = "CREATE TABLE " + Table + " (k text, i int, v text, PRIMARY KEY (k, i)) WITH cosmosdb_provisioned_throughput = 30000"
 
 // keysPerWriter spreads writes over enough partition keys to reach every
 // physical partition.
 const keysPerWriter = 60
 
-// writer inserts rows until halted and records the acknowledged ones; every
+// Writer inserts rows until halted and records the acknowledged ones; every
 // fourth operation reads back an acknowledged row at QUORUM, which must
 // find it (a QUORUM read after an acknowledged QUORUM write is
 // linearizable here).
-type writer struct {
+type Writer struct {
 	s     *gocql.Session
 	name  string
 	start time.Time
@@ -43,10 +48,10 @@ type writer struct {
 	stopped time.Time
 }
 
-// startWriter starts workers goroutines writing rows with ids from base
+// StartWriter starts workers goroutines writing rows with ids from base
 // (distinct per writer, so scenarios never overwrite each other's rows).
-func startWriter(s *gocql.Session, name string, base, workers int) *writer {
-	w := &writer{s: s, name: name, start: time.Now(), stop: make(chan struct{})}
+func StartWriter(s *gocql.Session, name string, base, workers int) *Writer {
+	w := &Writer{s: s, name: name, start: time.Now(), stop: make(chan struct{})}
 	for g := 0; g < workers; g++ {
 		w.done.Add(1)
 		go func() {
@@ -96,10 +101,10 @@ func (a *attempts) String() string {
 	return "[" + strings.Join(a.list, "; ") + "]"
 }
 
-func (w *writer) write(id int, key string) bool {
+func (w *Writer) write(id int, key string) bool {
 	begin := time.Now()
 	var at attempts
-	err := w.s.Query("INSERT INTO "+workloadTable+" (k, i, v) VALUES (?, ?, ?)", key, id, w.name).Idempotent(true).Observer(&at).Exec()
+	err := w.s.Query("INSERT INTO "+Table+" (k, i, v) VALUES (?, ?, ?)", key, id, w.name).Idempotent(true).Observer(&at).Exec()
 	if err != nil {
 		w.fail("insert", key, id, begin, fmt.Errorf("%w %s", err, &at))
 		return false
@@ -110,15 +115,15 @@ func (w *writer) write(id int, key string) bool {
 	return true
 }
 
-func (w *writer) read(id int) {
+func (w *Writer) read(id int) {
 	k, _ := w.acked.Load(id)
 	key := k.(string)
 	begin := time.Now()
 	var v string
 	var at attempts
-	err := w.s.Query("SELECT v FROM "+workloadTable+" WHERE k = ? AND i = ?", key, id).Idempotent(true).Observer(&at).Scan(&v)
+	err := w.s.Query("SELECT v FROM "+Table+" WHERE k = ? AND i = ?", key, id).Idempotent(true).Observer(&at).Scan(&v)
 	switch {
-	case err == gocql.ErrNotFound:
+	case errors.Is(err, gocql.ErrNotFound):
 		w.misses.Add(1)
 		w.note(&w.errLog, fmt.Sprintf("%s: acknowledged row (%s, %d) not found by a QUORUM read", w.since(begin), key, id))
 	case err != nil:
@@ -129,12 +134,12 @@ func (w *writer) read(id int) {
 	}
 }
 
-func (w *writer) fail(op, key string, id int, begin time.Time, err error) {
+func (w *Writer) fail(op, key string, id int, begin time.Time, err error) {
 	w.errs.Add(1)
 	w.note(&w.errLog, fmt.Sprintf("%s: %s (%s, %d) after %s: %v", w.since(begin), op, key, id, time.Since(begin).Round(time.Millisecond), err))
 }
 
-func (w *writer) latency(op string, begin time.Time, at *attempts) {
+func (w *Writer) latency(op string, begin time.Time, at *attempts) {
 	d := time.Since(begin)
 	for {
 		old := w.maxLat.Load()
@@ -147,11 +152,11 @@ func (w *writer) latency(op string, begin time.Time, at *attempts) {
 	}
 }
 
-func (w *writer) since(t time.Time) string {
+func (w *Writer) since(t time.Time) string {
 	return "+" + t.Sub(w.start).Round(100*time.Millisecond).String()
 }
 
-func (w *writer) note(list *[]string, s string) {
+func (w *Writer) note(list *[]string, s string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(*list) < 20 {
@@ -159,8 +164,8 @@ func (w *writer) note(list *[]string, s string) {
 	}
 }
 
-// halt stops the writer and waits for its workers.
-func (w *writer) halt() {
+// Halt stops the writer and waits for its workers.
+func (w *Writer) Halt() {
 	if w.stopped.IsZero() {
 		close(w.stop)
 		w.done.Wait()
@@ -168,18 +173,18 @@ func (w *writer) halt() {
 	}
 }
 
-// waitProgress waits until the writer has acknowledged n more rows.
-func (w *writer) waitProgress(t testing.TB, n int64, d time.Duration, what string) {
+// WaitProgress waits until the writer has acknowledged n more rows.
+func (w *Writer) WaitProgress(t testing.TB, n int64, d time.Duration, what string) {
 	t.Helper()
 	target := w.n.Load() + n
-	waitFor(t, d, fmt.Sprintf("%d more acknowledged writes %s", n, what), func() (bool, string) {
+	WaitFor(t, d, fmt.Sprintf("%d more acknowledged writes %s", n, what), func() (bool, string) {
 		return w.n.Load() >= target, fmt.Sprintf("%d of %d; errors %d", w.n.Load(), target, w.errs.Load())
 	})
 }
 
-// report logs what the writer saw and fails the test on any error or
+// Report logs what the writer saw and fails the test on any error or
 // missing row; the writer must have been halted.
-func (w *writer) report(t testing.TB) {
+func (w *Writer) Report(t testing.TB) {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -194,9 +199,9 @@ func (w *writer) report(t testing.TB) {
 	}
 }
 
-// checkAcked reads back, at QUORUM and one partition at a time, every row
+// CheckAcked reads back, at QUORUM and one partition at a time, every row
 // the writers acknowledged, and returns how many it found.
-func checkAcked(t testing.TB, s *gocql.Session, writers ...*writer) int {
+func CheckAcked(t testing.TB, s *gocql.Session, writers ...*Writer) int {
 	t.Helper()
 	want := map[string]map[int]bool{}
 	for _, w := range writers {
@@ -211,7 +216,7 @@ func checkAcked(t testing.TB, s *gocql.Session, writers ...*writer) int {
 	}
 	count, missing := 0, 0
 	for key, rows := range want {
-		iter := s.Query("SELECT i FROM "+workloadTable+" WHERE k = ?", key).Consistency(gocql.Quorum).PageSize(5000).Idempotent(true).Iter()
+		iter := s.Query("SELECT i FROM "+Table+" WHERE k = ?", key).Consistency(gocql.Quorum).PageSize(5000).Idempotent(true).Iter()
 		got := map[int]bool{}
 		var i int
 		for iter.Scan(&i) {
