@@ -11,7 +11,11 @@
 // not applied: NOT_LEADER (try the named leader), RANGE_MISMATCH (the ring
 // changed under a split or move: wait for the newer routing copy), NOT_FOUND
 // (the replica moved away), or a node that cannot be reached before the
-// request was sent. A write whose outcome is unknown (the leader died after
+// request was sent: its connection refuses, or is not ready within
+// ConnectWait (a vanished host, whose address swallows SYNs, would
+// otherwise hold the request until its deadline). Once a write has left on
+// a ready connection, any failure of the call is ambiguous, even gRPC's
+// Unavailable (a connection that breaks mid-call reports it too). A write whose outcome is unknown (the leader died after
 // receiving it) is never retried here: the client gets a timeout, as
 // Cassandra gives it, because some writes (counters, list appends) are not
 // idempotent.

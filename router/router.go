@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
@@ -48,6 +50,42 @@ type nodeConn struct {
 	kv   kvpb.InternalClient
 }
 
+// ConnectWait bounds how long a request waits for a connection to a node
+// that is not ready (connecting after the node vanished). gRPC would hold
+// the request until the request's deadline; a node whose address no
+// longer answers (a killed host: SYNs go unanswered) would then cost the
+// whole timeout, although the request never left and another replica
+// could take it. A healthy connection is ready at once, and a reconnect on
+// a LAN takes milliseconds.
+const ConnectWait = time.Second
+
+// ready waits until the connection is ready, at most d; false means a
+// request sent now would wait for the connection, not for the node.
+func (c *nodeConn) ready(ctx context.Context, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		st := c.conn.GetState()
+		switch st {
+		case connectivity.Ready:
+			return true
+		case connectivity.Idle:
+			c.conn.Connect()
+		case connectivity.Shutdown:
+			return false
+		}
+		if !c.conn.WaitForStateChange(ctx, st) {
+			return false
+		}
+	}
+}
+
+// errNotConnected says a request was not sent because its node's
+// connection was not ready within ConnectWait.
+func errNotConnected(node consensus.NodeID, c *nodeConn) error {
+	return fmt.Errorf("node %d: %w", node, status.Errorf(codes.Unavailable, "no connection to %s within %s (%s)", c.addr, ConnectWait, c.conn.GetState()))
+}
+
 // New returns a router.
 func New(cfg Config) *Router {
 	if cfg.Logger == nil {
@@ -58,7 +96,7 @@ func New(cfg Config) *Router {
 	}
 	// Keepalives find a dead or cut-off peer within seconds instead of
 	// leaving requests on a silent connection until TCP gives up.
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithKeepaliveParams(KeepaliveParams))
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithKeepaliveParams(KeepaliveParams), grpc.WithConnectParams(ConnectParams))
 	return &Router{cfg: cfg, conns: map[consensus.NodeID]*nodeConn{}}
 }
 
@@ -68,6 +106,16 @@ var (
 	KeepaliveParams      = keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 3 * time.Second, PermitWithoutStream: true}
 	KeepaliveEnforcement = keepalive.EnforcementPolicy{MinTime: 4 * time.Second, PermitWithoutStream: true}
 )
+
+// ConnectParams reconnect to a node quickly once it is back. gRPC's
+// default backoff grows to two minutes while a node is down, and this
+// connection lives as long as the node is registered: a node that returns
+// after a minute (and may soon lead partitions again) would be unreachable
+// from here for up to as long again.
+var ConnectParams = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
 
 // Errors the router returns, matched with errors.Is.
 var (
@@ -245,6 +293,9 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 			}
 			switch r.classify(desc, node, err, sent && !idempotent) {
 			case done:
+				if sent && !idempotent {
+					return inFlight(desc.GetId(), node, err)
+				}
 				return err
 			case retryHint:
 				if h, ok := r.leaders.Load(desc.GetId()); ok {
@@ -321,9 +372,17 @@ func (r *Router) write(ctx context.Context, node consensus.NodeID, req *kvpb.Wri
 	if err != nil {
 		return nil, false, err
 	}
+	if !c.ready(ctx, ConnectWait) {
+		return nil, false, errNotConnected(node, c)
+	}
 	resp, err := c.kv.Write(ctx, req)
 	if err != nil {
-		return nil, sentRPC(err), fmt.Errorf("node %d: %w", node, err)
+		// The connection was ready, so the write may have reached the
+		// node and be committed whatever the status says: a connection
+		// that breaks mid-call also reports Unavailable. Retrying it
+		// elsewhere could apply a list append or counter twice, or
+		// answer an LWT that did apply with [applied] = false.
+		return nil, true, fmt.Errorf("node %d: %w", node, err)
 	}
 	if resp.GetError() != nil {
 		return nil, true, partition.FromPB(resp.GetError())
@@ -342,6 +401,9 @@ func (r *Router) read(ctx context.Context, node consensus.NodeID, req *kvpb.Read
 	c, err := r.conn(node)
 	if err != nil {
 		return nil, err
+	}
+	if !c.ready(ctx, ConnectWait) {
+		return nil, errNotConnected(node, c)
 	}
 	resp, err := c.kv.Read(ctx, req)
 	if err != nil {
@@ -369,7 +431,21 @@ func transportFailure(err error) bool {
 	return ok && (s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded)
 }
 
-// sentRPC reports whether a failed RPC may have reached the server.
+// inFlight turns the failure of a node that had received a write into the
+// timeout Cassandra gives when a write's outcome is unknown; the client
+// may retry an idempotent statement.
+func inFlight(part uint64, node consensus.NodeID, err error) error {
+	if partition.ErrorCode(err) != kvpb.Error_UNKNOWN || !transportFailure(err) {
+		return err
+	}
+	return partition.Errorf(kvpb.Error_TIMEOUT, "partition %d: node %d failed while the write was in flight, so it may or may not have been applied: %v", part, node, err)
+}
+
+// sentRPC reports whether a failed admin RPC may have reached the server.
+// Admin calls (membership changes, leader transfers, splits) are checked
+// again by the controller against the partition's descriptor, so an
+// Unavailable is taken as not sent and retried elsewhere; writes never
+// are (see write).
 func sentRPC(err error) bool {
 	s, ok := status.FromError(err)
 	if !ok {
