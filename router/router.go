@@ -293,9 +293,6 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 			}
 			switch r.classify(desc, node, err, sent && !idempotent) {
 			case done:
-				if sent && !idempotent {
-					return inFlight(desc.GetId(), node, err)
-				}
 				return err
 			case retryHint:
 				if h, ok := r.leaders.Load(desc.GetId()); ok {
@@ -382,7 +379,7 @@ func (r *Router) write(ctx context.Context, node consensus.NodeID, req *kvpb.Wri
 		// that breaks mid-call also reports Unavailable. Retrying it
 		// elsewhere could apply a list append or counter twice, or
 		// answer an LWT that did apply with [applied] = false.
-		return nil, true, fmt.Errorf("node %d: %w", node, err)
+		return nil, true, inFlight(req.GetPartitionId(), node, fmt.Errorf("node %d: %w", node, err))
 	}
 	if resp.GetError() != nil {
 		return nil, true, partition.FromPB(resp.GetError())
