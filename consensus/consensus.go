@@ -140,7 +140,10 @@ type Status struct {
 	Term       uint64
 	Commit     uint64
 	Applied    uint64
-	Members    []Replica
+	// LastIndex is the index of the last entry in this replica's log
+	// (durable or being written); 0 when the engine has no log.
+	LastIndex uint64
+	Members   []Replica
 	// Progress is the leader's view of each member's replication progress
 	// (match index), empty on followers.
 	Progress map[ReplicaID]uint64

@@ -144,6 +144,10 @@ func (r *Replica) translate(ctx context.Context, err error) error {
 		e := Errorf(kvpb.Error_NOT_LEADER, "partition %d: %v", r.ID(), err)
 		e.PB.LeaderNode = uint64(nl.LeaderNode)
 		return e
+	case errors.Is(err, consensus.ErrAmbiguous):
+		// Checked before ErrStopped: a command in flight when its group
+		// stopped may still commit, so it must not be retried elsewhere.
+		return Errorf(kvpb.Error_TIMEOUT, "partition %d: outcome unknown: %v", r.ID(), err)
 	case errors.Is(err, consensus.ErrNoQuorum):
 		return Errorf(kvpb.Error_UNAVAILABLE, "partition %d lacks a quorum of replicas: %v", r.ID(), err)
 	case errors.Is(err, consensus.ErrStopped), errors.Is(err, consensus.ErrGroupNotFound):

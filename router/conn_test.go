@@ -137,8 +137,14 @@ func TestReconnectsWhenNodeReturns(t *testing.T) {
 	srv := grpc.NewServer()
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
-	if !c.ready(context.Background(), 10*time.Second) {
-		t.Fatalf("no connection 10s after the node returned: %s", c.conn.GetState())
+	// ready does not wait out gRPC's reconnect backoff (a node that failed
+	// its last attempt is skipped at once), so poll for the recovery.
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.ready(context.Background(), 100*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection 10s after the node returned: %s", c.conn.GetState())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -71,7 +71,10 @@ func (c *nodeConn) ready(ctx context.Context, d time.Duration) bool {
 			return true
 		case connectivity.Idle:
 			c.conn.Connect()
-		case connectivity.Shutdown:
+		case connectivity.Shutdown, connectivity.TransientFailure:
+			// The last attempt to reach the node failed (refused, reset,
+			// timed out): waiting here would only wait for gRPC's
+			// backoff. Another replica may take the request now.
 			return false
 		}
 		if !c.conn.WaitForStateChange(ctx, st) {
@@ -196,6 +199,7 @@ const (
 	tryNext                     // try another node (not applied)
 	refreshRoute                // wait for a newer ring, then look up again
 	retryHint                   // retry on the hinted leader
+	unavailable                 // this replica knows its group lacks a quorum (not applied)
 )
 
 // classify decides what an error means for routing.
@@ -213,6 +217,8 @@ func (r *Router) classify(desc *kvpb.Descriptor, node consensus.NodeID, err erro
 		return refreshRoute
 	case kvpb.Error_NOT_FOUND:
 		return tryNext
+	case kvpb.Error_UNAVAILABLE:
+		return unavailable
 	case kvpb.Error_UNKNOWN:
 		if !sent {
 			return tryNext
@@ -257,6 +263,11 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 		lastPart = desc.GetId()
 		cands := r.candidates(desc, t.Leader)
 		tried := map[consensus.NodeID]int{}
+		// unavail is the last UNAVAILABLE answer of this round; other
+		// says some replica answered anything else (a leader hint, a
+		// replica not found), which leaves hope that another round works.
+		var unavail error
+		other := false
 	nodes:
 		for len(cands) > 0 {
 			node := cands[0]
@@ -291,9 +302,18 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 			if ctx.Err() != nil {
 				return expired()
 			}
-			switch r.classify(desc, node, err, sent && !idempotent) {
+			outcome := r.classify(desc, node, err, sent && !idempotent)
+			if outcome != unavailable && sent {
+				other = true
+			}
+			switch outcome {
 			case done:
 				return err
+			case unavailable:
+				// The replica refused before proposing: its group cannot
+				// reach a quorum as far as it knows. Another replica may
+				// know better (it may have just restarted), so ask the rest.
+				unavail = err
 			case retryHint:
 				if h, ok := r.leaders.Load(desc.GetId()); ok {
 					cands = append([]consensus.NodeID{h.(consensus.NodeID)}, cands...)
@@ -301,6 +321,12 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 			case refreshRoute:
 				break nodes
 			}
+		}
+		if unavail != nil && !other {
+			// Every replica that answered said its group lacks a quorum,
+			// and the rest could not be reached: fail now, as Cassandra's
+			// Unavailable, instead of waiting out the request's time.
+			return unavail
 		}
 		// Every candidate failed retryably: leadership is moving or the
 		// ring changed. Back off a little and look again.

@@ -321,7 +321,9 @@ func (c *Cluster) poll(f func() bool) bool {
 }
 
 // Propose proposes cmd to group id through its leader, following
-// NotLeaderError hints until the timeout.
+// NotLeaderError hints until the timeout. ErrNoQuorum (the request was not
+// attempted: the leader lost touch with a quorum, as it may for a moment
+// while peers restart) is retried too.
 func (c *Cluster) Propose(id consensus.GroupID, cmd []byte) (any, error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -329,7 +331,10 @@ func (c *Cluster) Propose(id consensus.GroupID, cmd []byte) (any, error) {
 		node := c.Leader(id)
 		v, err := c.Group(node, id).Propose(ctx, cmd)
 		var nl *consensus.NotLeaderError
-		if errors.As(err, &nl) && ctx.Err() == nil {
+		if (errors.As(err, &nl) || errors.Is(err, consensus.ErrNoQuorum)) && ctx.Err() == nil {
+			if !errors.As(err, &nl) {
+				time.Sleep(10 * time.Millisecond)
+			}
 			continue
 		}
 		return v, err
@@ -367,6 +372,24 @@ func (c *Cluster) Restart() {
 	}
 }
 
+// ReadIndex calls g.ReadIndex until it succeeds, fails with anything but
+// consensus.ErrNoQuorum, or ctx ends. ErrNoQuorum means the read was not
+// attempted because the replica has not heard from a quorum lately, which
+// is normal for a moment after a restart while peers reconnect.
+func ReadIndex(ctx context.Context, g consensus.Group) error {
+	for {
+		err := g.ReadIndex(ctx)
+		if err == nil || !errors.Is(err, consensus.ErrNoQuorum) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // CheckConverged waits until every replica of id applied the same entries
 // as the leader's last ReadIndex and compares the applied commands.
 func (c *Cluster) CheckConverged(id consensus.GroupID) {
@@ -375,7 +398,7 @@ func (c *Cluster) CheckConverged(id consensus.GroupID) {
 	defer cancel()
 	for i := range c.Nodes() {
 		if g := c.Group(i+1, id); g != nil {
-			if err := g.ReadIndex(ctx); err != nil {
+			if err := ReadIndex(ctx, g); err != nil {
 				c.t.Fatalf("node %d: read index: %v", i+1, err)
 			}
 		}
@@ -527,7 +550,7 @@ func testReadIndex(t *testing.T, c *Cluster) {
 	for i := range 10 {
 		c.MustPropose(1, Put("k", fmt.Sprint(i)))
 		for n := 1; n <= c.h.Replicas; n++ {
-			if err := c.Group(n, 1).ReadIndex(ctx); err != nil {
+			if err := ReadIndex(ctx, c.Group(n, 1)); err != nil {
 				t.Fatalf("node %d: read index: %v", n, err)
 			}
 			if v, ok, err := c.KV(n, 1).Read("k"); err != nil || !ok || v != fmt.Sprint(i) {

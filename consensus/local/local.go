@@ -355,8 +355,10 @@ func (g *group) run() {
 			g.mu.err = err
 			g.mu.Unlock()
 			g.stopOnce.Do(func() { close(g.done) })
+			// The batch may have reached the WAL before the failure: its
+			// outcome is unknown, unlike the queued proposals below.
 			for _, p := range batch {
-				p.result <- consensus.Result{Err: fmt.Errorf("local: group %d: %w: %v", g.id, consensus.ErrStopped, err)}
+				p.result <- consensus.Result{Err: fmt.Errorf("local: group %d stopped (%v) with the command in flight: %w", g.id, err, consensus.ErrAmbiguous)}
 			}
 			g.failPending(err)
 			return

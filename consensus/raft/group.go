@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
@@ -48,6 +49,10 @@ type request struct {
 	changes []consensus.ReplicaChange
 	target  consensus.ReplicaID
 	done    chan result
+	// stepped is set once raft has taken the command (propose, change):
+	// from then on it may commit even if this replica fails or the caller
+	// gives up, so its failure is never "not attempted".
+	stepped atomic.Bool
 
 	// Scheduler-owned from here on.
 	// index and term locate the proposed entry once it is in the leader's
@@ -220,6 +225,11 @@ func (g *group) wait(ctx context.Context, r *request, op string) (any, error) {
 		case res := <-r.done:
 			return res.value, res.err
 		default:
+		}
+		if r.stepped.Load() {
+			// Raft took the command: it may still commit, so the caller
+			// must not take this for "not attempted" (ErrNoQuorum).
+			return nil, fmt.Errorf("raft: group %d: %s: outcome unknown: %w", g.id, op, ctx.Err())
 		}
 		return nil, g.ctxErr(ctx, op)
 	}

@@ -262,7 +262,7 @@ func TestLinearizability(t *testing.T) {
 	for _, k := range keys {
 		for n := 1; n <= 4; n++ {
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-			err := c.Group(n, 1).ReadIndex(ctx)
+			err := consensustest.ReadIndex(ctx, c.Group(n, 1))
 			cancel()
 			if err != nil {
 				t.Fatalf("final read index on node %d: %v", n, err)

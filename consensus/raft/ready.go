@@ -506,6 +506,7 @@ func (g *group) publishStatus(ticked bool) {
 	st.Term = g.term
 	st.Commit = g.commit
 	st.Applied = g.store.state.appliedIndex
+	st.LastIndex = g.store.lastIndex
 	st.Members = g.members
 	if changed {
 		close(g.mu.changed)
@@ -558,8 +559,18 @@ func (g *group) finishStop(in inbox) {
 	reqs = append(reqs, rest.requests...)
 	reqs = append(reqs, g.waiting...)
 	g.waiting = nil
+	// The requests above never reached raft: they provably did not commit,
+	// and ErrStopped lets the caller retry them on another replica. A
+	// proposal raft took may already be in a follower's log (the leader
+	// sends its appends before its own write is durable) and commit under
+	// the next leader: its outcome is unknown, and a retry elsewhere could
+	// apply a counter or a list append twice.
+	ambiguous := fmt.Errorf("raft: group %d stopped with the command in flight: %w", g.id, consensus.ErrAmbiguous)
+	if g.failed != nil {
+		ambiguous = fmt.Errorf("raft: group %d stopped (%v) with the command in flight: %w", g.id, g.failed, consensus.ErrAmbiguous)
+	}
 	for _, r := range g.proposals {
-		reqs = append(reqs, r)
+		r.finish(nil, ambiguous)
 	}
 	clear(g.proposals)
 	for _, b := range g.readBatches {

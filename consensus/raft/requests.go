@@ -29,9 +29,22 @@ func (g *group) handleRequests(reqs []*request, ticked bool) {
 		g.reissueReads(false)
 	}
 	var props, reads []*request
+	lost, checked := false, false
 	for _, r := range reqs {
 		if r.ctx.Err() != nil {
 			continue // the caller has given up
+		}
+		if r.kind != reqTransfer {
+			if !checked {
+				lost, checked = g.quorumLost(), true
+			}
+			if lost {
+				// Fail at once rather than at the caller's deadline: the
+				// request never reached raft, so the caller may report
+				// Unavailable (nothing was attempted) or retry elsewhere.
+				r.finish(nil, fmt.Errorf("raft: group %d: fewer than a quorum of replicas answered within an election timeout: %w", g.id, consensus.ErrNoQuorum))
+				continue
+			}
 		}
 		switch r.kind {
 		case reqPropose:
@@ -56,6 +69,7 @@ func (g *group) handleRequests(reqs []*request, ticked bool) {
 		err := g.rn.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: proto.Uint64(uint64(g.replicaID)), Entries: ents})
 		if err == nil {
 			for _, r := range props {
+				r.stepped.Store(true)
 				g.proposals[r.id] = r
 			}
 			g.proposedThisPass = true
@@ -186,8 +200,32 @@ func (g *group) proposeChange(r *request) {
 		g.rejectOrWait([]*request{r}, ErrMembershipChangeRejected)
 		return
 	}
+	r.stepped.Store(true)
 	g.proposals[r.id] = r
 	g.proposedThisPass = true
+}
+
+// quorumLost reports whether this replica has evidence that its group
+// cannot commit anything now: as leader, it has not heard from a quorum of
+// voters within an election timeout (raft's CheckQuorum will depose it);
+// without a known leader, fewer than a quorum of voters (itself included)
+// sent it anything within an election timeout although it has been
+// running for two. Candidates exchange (pre-)votes with every live
+// voter, so during an ordinary election after one failure a quorum is
+// heard from and requests wait for the new leader; with two of four
+// replicas gone they fail fast. A follower that knows a leader never
+// reports a loss: the leader decides.
+func (g *group) quorumLost() bool {
+	switch {
+	case g.raftState == etcdraft.StateLeader:
+		return !g.quorumActive()
+	case g.lead != etcdraft.None:
+		return false
+	case g.ticks < 2*uint64(g.e.cfg.ElectionTicks):
+		// Just started: peers may still be reconnecting to this node.
+		return false
+	}
+	return !g.quorumActive()
 }
 
 // indexProposals records where this pass's proposals landed in the log.
