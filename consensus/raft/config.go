@@ -135,6 +135,9 @@ type TestingKnobs struct {
 	// installation; an error aborts the installation there, as a crash
 	// would.
 	AfterSnapshotSpan func(group consensus.GroupID, span int) error
+	// DisableAdmission steps inbound messages into raft without the
+	// checks of admit (inbound.go), to test the recovery from raft panics.
+	DisableAdmission bool
 }
 
 // SetDefaults fills zero fields with their documented defaults.

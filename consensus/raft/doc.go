@@ -67,6 +67,19 @@
 // error names the group. Nothing ever reports success for an uncommitted
 // command.
 //
+// # Untrusted input
+//
+// Inbound messages are decoded and checked field by field (codec.go), then
+// admitted against the group's state (inbound.go): the sender must be a
+// member of the configuration and live on the node the batch claims; a
+// heartbeat's commit is clamped to the local log; an acknowledgement of
+// entries the leader does not have, and a leadership-transfer or
+// read-index answer from anyone but the current leader, are dropped. If
+// raft still panics on a message, the replica rebuilds its RawNode from its
+// durable state (a restart of that replica, which raft tolerates) instead
+// of stopping. What remains possible without authenticated transport is
+// impersonating a member, which mutual TLS between nodes removes.
+//
 // # Reads
 //
 // ReadIndex is served by any replica: raft forwards a follower's request to

@@ -286,36 +286,12 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 		g.nodes[m.ReplicaID] = m.NodeID
 	}
 	g.nodes[st.replicaID] = e.cfg.NodeID
-	readOnly := etcdraft.ReadOnlySafe
-	if e.cfg.LeaseReads {
-		readOnly = etcdraft.ReadOnlyLeaseBased
-	}
-	rc := &etcdraft.Config{
-		ID:                        uint64(st.replicaID),
-		ElectionTick:              e.cfg.ElectionTicks,
-		HeartbeatTick:             e.cfg.HeartbeatTicks,
-		Storage:                   store,
-		Applied:                   st.appliedIndex,
-		MaxSizePerMsg:             e.cfg.MaxSizePerMsg,
-		MaxCommittedSizePerReady:  e.cfg.MaxSizePerMsg,
-		MaxUncommittedEntriesSize: e.cfg.MaxUncommittedEntriesSize,
-		MaxInflightMsgs:           e.cfg.MaxInflightMsgs,
-		CheckQuorum:               true,
-		PreVote:                   true,
-		ReadOnlyOption:            readOnly,
-		Logger:                    raftLogger{g.log},
-		// Only the leader proposes (see Propose); followers answer
-		// NotLeaderError so the router forwards. This also makes the term
-		// of a proposal's entry known to the proposer.
-		DisableProposalForwarding: true,
-		StepDownOnRemoval:         true,
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("start raft: %v", p)
 		}
 	}()
-	g.rn, err = etcdraft.NewRawNode(rc)
+	g.rn, err = etcdraft.NewRawNode(g.raftConfig(st.appliedIndex))
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +309,36 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 		}
 	}
 	return g, nil
+}
+
+// raftConfig is the configuration of g's RawNode, recovering from the log
+// store with entries up to applied already applied.
+func (g *group) raftConfig(applied uint64) *etcdraft.Config {
+	cfg := &g.e.cfg
+	readOnly := etcdraft.ReadOnlySafe
+	if cfg.LeaseReads {
+		readOnly = etcdraft.ReadOnlyLeaseBased
+	}
+	return &etcdraft.Config{
+		ID:                        uint64(g.replicaID),
+		ElectionTick:              cfg.ElectionTicks,
+		HeartbeatTick:             cfg.HeartbeatTicks,
+		Storage:                   g.store,
+		Applied:                   applied,
+		MaxSizePerMsg:             cfg.MaxSizePerMsg,
+		MaxCommittedSizePerReady:  cfg.MaxSizePerMsg,
+		MaxUncommittedEntriesSize: cfg.MaxUncommittedEntriesSize,
+		MaxInflightMsgs:           cfg.MaxInflightMsgs,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		ReadOnlyOption:            readOnly,
+		Logger:                    raftLogger{g.log},
+		// Only the leader proposes (see Propose); followers answer
+		// NotLeaderError so the router forwards. This also makes the term
+		// of a proposal's entry known to the proposer.
+		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
+	}
 }
 
 func isVoter(cs *pb.ConfState, id uint64) bool {

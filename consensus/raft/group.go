@@ -128,6 +128,8 @@ type group struct {
 		// changed is closed and replaced when leader, term or membership
 		// change.
 		changed chan struct{}
+		// resets mirrors group.resets for observers.
+		resets int
 	}
 
 	// Scheduler-owned.
@@ -157,6 +159,9 @@ type group struct {
 	snapSending map[uint64]uint64
 	inSnap      *incomingSnapshot
 	failed      error
+	// resets counts the RawNode rebuilds after raft panicked on a message
+	// (see stepRemote).
+	resets int
 	// proposedThisPass is set when the current pass stepped proposals that
 	// the pass's Ready must contain.
 	proposedThisPass bool

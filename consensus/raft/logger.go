@@ -10,8 +10,9 @@ import (
 // steps (votes, probes, configuration switches) at Info; to us those are
 // debug detail, and the engine logs the state changes that matter
 // (leadership, membership, snapshots) itself. Panic and Fatal keep raft's
-// contract of not returning: the engine recovers such panics per group and
-// stops that group (see group.fail).
+// contract of not returning: the engine recovers such panics per group; a
+// panic on an inbound message restarts the replica's RawNode from its
+// durable state (see stepRemote), any other stops the group (group.fail).
 type raftLogger struct{ l *slog.Logger }
 
 func (r raftLogger) enabled(level slog.Level) bool {

@@ -91,17 +91,11 @@ func (g *group) prepare() (w *groupWork) {
 	}()
 
 	for _, im := range in.msgs {
-		from := consensus.ReplicaID(im.m.GetFrom())
-		if _, ok := g.nodes[from]; !ok {
-			// A replica learns its peers' nodes from the configuration; a
-			// new learner that has not received its snapshot yet knows no
-			// configuration and answers the leader by the node that sent.
-			g.nodes[from] = im.from
+		if !g.admit(im) {
+			continue
 		}
 		g.lastHeard[im.m.GetFrom()] = g.ticks
-		if err := g.rn.Step(im.m); err != nil {
-			g.log.Debug("step failed", "type", im.m.GetType().String(), "from", im.m.GetFrom(), "err", err)
-		}
+		g.stepRemote(im)
 	}
 	for range in.ticks {
 		g.rn.Tick()
