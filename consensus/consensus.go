@@ -125,9 +125,27 @@ type StateMachine interface {
 	// data in their place before it calls Restore.
 	SnapshotSpans(meta []byte) ([]storage.Span, error)
 
-	// Restore reloads in-memory state after the engine has installed a
-	// snapshot with metadata meta whose last entry is index.
-	Restore(meta []byte, index uint64) error
+	// Restore completes the installation of a snapshot with metadata meta
+	// whose last entry is index: the engine has ingested the snapshot's
+	// spans and calls Restore with the batch that records the installation
+	// as done (raft state, applied index). The state machine writes into b
+	// whatever durable state of its own the snapshot implies beyond its
+	// spans (a descriptor) and reloads its in-memory state. The engine
+	// commits b, so that state and the raft state become durable in one
+	// write: a crash leaves either the whole installation to finish again,
+	// or none of it to do. If the commit fails the group stops.
+	Restore(b *storage.Batch, meta []byte, index uint64) error
+}
+
+// PostApplier is implemented by state machines with work to do once the
+// batch of an Apply is durable, such as starting the right half of a split
+// (the pre-apply half of a split is in the batch; the post-apply half must
+// not run before it is on disk, or a crash could leave a started group
+// without its state). The engine calls PostApply on the group's apply
+// goroutine after every Apply whose batch committed, before the next one.
+// It must not block on the engine.
+type PostApplier interface {
+	PostApply()
 }
 
 // Status is a point-in-time view of a group on one replica.
@@ -216,6 +234,16 @@ type Engine interface {
 	// DestroyGroup stops the replica (if running) and deletes the engine's
 	// persisted state of the group; the caller deletes the state machine's.
 	DestroyGroup(id GroupID) error
+	// WriteInitialState writes into b the engine's state of a new local
+	// replica self of group id with the given initial members, as
+	// StartGroup's bootstrap would, but without calling a state machine:
+	// the caller writes the state machine's initial state into the same
+	// batch (a split writes the right half's descriptor and raft state in
+	// the split's own apply batch, so a crash can never leave one without
+	// the other). b must be an indexed batch. If the group already has
+	// state on this node it writes nothing and returns false. After b
+	// commits, StartGroup (with empty Members) resumes the group.
+	WriteInitialState(b *storage.Batch, id GroupID, self ReplicaID, members []Replica) (bool, error)
 	// Close stops every group and the transport. Safe to call twice.
 	Close() error
 }

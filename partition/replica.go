@@ -106,6 +106,15 @@ func (r *Replica) Propose(ctx context.Context, cmd *kvpb.Command) (any, error) {
 // read index.
 func (r *Replica) Read(ctx context.Context, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
 	lin := req.GetLinearizable()
+	if lin {
+		if st := r.group.Status(); st.Leader != 0 && !st.IsLeader() {
+			// A linearizable read is the leader's: a follower would ask it
+			// for a read index anyway (one more hop), and would keep
+			// waiting on a leader that lost its quorum while the leader
+			// itself refuses at once. The router follows the hint.
+			return nil, r.translate(ctx, &consensus.NotLeaderError{Group: st.ID, Leader: st.Leader, LeaderNode: st.LeaderNode})
+		}
+	}
 	admitted := ru.Read(0, 1, lin)
 	if wait, ok := r.throttle.admit(time.Now(), r.share(), admitted); !ok {
 		return nil, overloaded(r.ID(), r.share(), wait)

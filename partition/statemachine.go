@@ -24,17 +24,35 @@ type StateMachine struct {
 
 	// desc is written only by the apply goroutine and read by anyone.
 	desc atomic.Pointer[kvpb.Descriptor]
+	// splits are the splits of the last Apply whose right half this
+	// replica created, started by PostApply once the batch is durable
+	// (apply goroutine only).
+	splits [][2]*kvpb.Descriptor
 }
 
-// Hooks are callbacks the state machine makes on the apply goroutine after a
-// batch that changed its descriptor has been handed back to the engine.
+// Hooks are callbacks the state machine makes on the apply goroutine. A
+// split has two phases, as in CockroachDB (splitPreApply/splitPostApply):
+// InitSplit writes the right half's local state into the split's own batch,
+// and OnSplit starts it once that batch is durable.
 type Hooks interface {
-	// OnSplit is called when this replica applied a split into left
-	// (itself) and right (a new partition that must start on this node).
+	// InitSplit writes into b, the batch that applies a split, the
+	// consensus state of the right half's local replica, so that a crash
+	// of every replica right after the split still leaves a right half
+	// that can elect a leader. It reports false, writing nothing, when
+	// the right half already has a replica here (one that joined it from
+	// a snapshot before this replica applied the split): that replica's
+	// state must not be touched.
+	InitSplit(b *storage.Batch, right *kvpb.Descriptor) (bool, error)
+	// OnSplit is called once the batch that applied a split into left
+	// (this partition) and right is durable, for right halves InitSplit
+	// created. It must not block on the consensus engine.
 	OnSplit(left, right *kvpb.Descriptor)
 }
 
-var _ consensus.StateMachine = (*StateMachine)(nil)
+var (
+	_ consensus.StateMachine = (*StateMachine)(nil)
+	_ consensus.PostApplier  = (*StateMachine)(nil)
+)
 
 // NewStateMachine returns the state machine of partition id. desc is the
 // initial descriptor for a replica that bootstraps the partition; a replica
@@ -100,7 +118,7 @@ func (sm *StateMachine) setDescriptor(b *storage.Batch, d *kvpb.Descriptor) erro
 // Apply implements consensus.StateMachine.
 func (sm *StateMachine) Apply(b *storage.Batch, entries []consensus.Entry) ([]consensus.Result, error) {
 	results := make([]consensus.Result, len(entries))
-	var splits [][2]*kvpb.Descriptor
+	sm.splits = sm.splits[:0]
 	for i, e := range entries {
 		switch e.Type {
 		case consensus.EntryEmpty:
@@ -122,11 +140,7 @@ func (sm *StateMachine) Apply(b *storage.Batch, entries []consensus.Entry) ([]co
 			case *kvpb.Command_Truncate:
 				results[i], err = sm.applyTruncate(b)
 			case *kvpb.Command_Split:
-				var split bool
-				results[i], split, err = sm.applySplit(b, c.Split)
-				if split {
-					splits = append(splits, [2]*kvpb.Descriptor{c.Split.GetLeft(), c.Split.GetRight()})
-				}
+				results[i], err = sm.applySplit(b, c.Split)
 			default:
 				results[i].Err = Errorf(kvpb.Error_INVALID, "unknown command at index %d", e.Index)
 			}
@@ -135,12 +149,19 @@ func (sm *StateMachine) Apply(b *storage.Batch, entries []consensus.Entry) ([]co
 			}
 		}
 	}
-	for _, s := range splits {
+	return results, nil
+}
+
+// PostApply implements consensus.PostApplier: the batch of the last Apply
+// is durable, so the right halves it created may start.
+func (sm *StateMachine) PostApply() {
+	for _, s := range sm.splits {
 		if sm.hooks != nil {
 			sm.hooks.OnSplit(s[0], s[1])
 		}
 	}
-	return results, nil
+	clear(sm.splits)
+	sm.splits = sm.splits[:0]
 }
 
 // applyMembership records the group's configuration in the descriptor.
@@ -172,37 +193,51 @@ func (sm *StateMachine) applyTruncate(b *storage.Batch) (consensus.Result, error
 	return consensus.Result{Value: &kvpb.WriteResponse{Applied: true}}, nil
 }
 
-// applySplit shrinks this partition to left. The caller starts right.
-func (sm *StateMachine) applySplit(b *storage.Batch, s *kvpb.SplitCommand) (consensus.Result, bool, error) {
+// applySplit shrinks this partition to left and creates right's local
+// replica in the same batch (see Hooks).
+func (sm *StateMachine) applySplit(b *storage.Batch, s *kvpb.SplitCommand) (consensus.Result, error) {
 	d := sm.desc.Load()
 	l, r := s.GetLeft(), s.GetRight()
 	if l.GetId() != d.GetId() || l.GetStart() != d.GetStart() || r.GetEnd() != d.GetEnd() ||
 		l.GetEnd()+1 != r.GetStart() || l.GetStart() > l.GetEnd() || r.GetStart() > r.GetEnd() ||
-		l.GetTableId() != d.GetTableId() || r.GetTableId() != d.GetTableId() {
+		l.GetTableId() != d.GetTableId() || r.GetTableId() != d.GetTableId() || r.GetId() == d.GetId() {
 		return consensus.Result{Err: Errorf(kvpb.Error_RANGE_MISMATCH,
 			"split of partition %d [%d, %d] into [%d, %d] and [%d, %d] does not match its range",
-			d.GetId(), d.GetStart(), d.GetEnd(), l.GetStart(), l.GetEnd(), r.GetStart(), r.GetEnd())}, false, nil
+			d.GetId(), d.GetStart(), d.GetEnd(), l.GetStart(), l.GetEnd(), r.GetStart(), r.GetEnd())}, nil
 	}
 	left := proto.Clone(l).(*kvpb.Descriptor)
 	left.Replicas, left.NextReplicaId = d.Replicas, d.NextReplicaId
 	left.Generation = max(d.Generation, l.Generation) + 1
 	if err := sm.setDescriptor(b, left); err != nil {
-		return consensus.Result{}, false, err
+		return consensus.Result{}, err
 	}
 	right := proto.Clone(r).(*kvpb.Descriptor)
 	right.Replicas, right.NextReplicaId = d.Replicas, d.NextReplicaId
 	right.Generation = left.Generation
-	// The right half's replica state is written in the same batch, so a
-	// crash after this entry recovers both halves consistently.
-	raw, err := proto.Marshal(right)
-	if err != nil {
-		return consensus.Result{}, false, err
-	}
-	if err := b.Set(storage.ReplicaStateKey(right.Id), raw); err != nil {
-		return consensus.Result{}, false, err
-	}
 	s.Left, s.Right = left, right
-	return consensus.Result{Value: s}, true, nil
+	// The right half's descriptor and consensus state go into this batch:
+	// a crash after the split recovers both halves, and the right half can
+	// elect a leader even if every replica crashed at once.
+	created := true
+	if sm.hooks != nil {
+		var err error
+		if created, err = sm.hooks.InitSplit(b, right); err != nil {
+			return consensus.Result{}, fmt.Errorf("init right half %d: %w", right.GetId(), err)
+		}
+	}
+	if created {
+		raw, err := proto.Marshal(right)
+		if err != nil {
+			return consensus.Result{}, err
+		}
+		if err := b.Set(storage.ReplicaStateKey(right.Id), raw); err != nil {
+			return consensus.Result{}, err
+		}
+		sm.splits = append(sm.splits, [2]*kvpb.Descriptor{left, right})
+	} else {
+		sm.logger.Info("right half of split already has a replica here", "partition", right.GetId(), "parent", sm.id)
+	}
+	return consensus.Result{Value: s}, nil
 }
 
 // snapshotMeta is what a snapshot carries besides data: the descriptor.
@@ -238,19 +273,20 @@ func (sm *StateMachine) SnapshotSpans(meta []byte) ([]storage.Span, error) {
 	return dataSpans(d), nil
 }
 
-// Restore implements consensus.StateMachine.
-func (sm *StateMachine) Restore(meta []byte, index uint64) error {
+// Restore implements consensus.StateMachine: the descriptor goes into the
+// engine's batch that completes the installation, so a replica never has
+// the snapshot's raft state without its range (it would reject every
+// later write and silently diverge).
+func (sm *StateMachine) Restore(b *storage.Batch, meta []byte, index uint64) error {
 	d := &kvpb.Descriptor{}
 	if err := proto.Unmarshal(meta, d); err != nil {
 		return fmt.Errorf("partition %d: decode snapshot descriptor: %w", sm.id, err)
 	}
-	b := sm.engine.NewWriteBatch()
-	defer b.Close()
+	if d.GetId() != sm.id {
+		return fmt.Errorf("partition %d: snapshot is of partition %d", sm.id, d.GetId())
+	}
 	if err := sm.setDescriptor(b, d); err != nil {
 		return err
-	}
-	if err := b.Commit(true); err != nil {
-		return fmt.Errorf("partition %d: persist restored descriptor: %w", sm.id, err)
 	}
 	sm.logger.Info("restored snapshot", "partition", sm.id, "index", index, "start", d.Start, "end", d.End)
 	return nil

@@ -211,9 +211,34 @@ func (s *Store) Remove(id uint64, clearData bool) error {
 	return nil
 }
 
-// OnSplit implements Hooks: the right half of a split starts on this node
-// with the same members. It runs in the background because the apply
-// goroutine that calls it must not wait on the consensus engine.
+// InitSplit implements Hooks: the right half's replica on this node gets
+// the parent's members as its initial configuration, written in the
+// split's batch.
+func (s *Store) InitSplit(b *storage.Batch, right *kvpb.Descriptor) (bool, error) {
+	var self consensus.ReplicaID
+	members := make([]consensus.Replica, 0, len(right.GetReplicas()))
+	for _, rd := range right.GetReplicas() {
+		m := consensus.Replica{ReplicaID: consensus.ReplicaID(rd.GetReplicaId()), NodeID: consensus.NodeID(rd.GetNodeId()), Learner: rd.GetLearner()}
+		members = append(members, m)
+		if m.NodeID == s.cfg.NodeID {
+			self = m.ReplicaID
+		}
+	}
+	if self == 0 {
+		return false, fmt.Errorf("node %d is not among the replicas %v of the right half %d", s.cfg.NodeID, members, right.GetId())
+	}
+	if _, ok, err := b.Get(storage.ReplicaStateKey(right.GetId())); err != nil {
+		return false, err
+	} else if ok {
+		return false, nil
+	}
+	return s.cfg.Consensus.WriteInitialState(b, consensus.GroupID(right.GetId()), self, members)
+}
+
+// OnSplit implements Hooks: the right half of a split, whose state the
+// split's batch made durable, starts on this node. It runs in the
+// background because the apply goroutine that calls it must not wait on
+// the consensus engine.
 func (s *Store) OnSplit(left, right *kvpb.Descriptor) {
 	// The replica that led the parent leads the right half at once: the
 	// clients of the parent's range find a leader without an election.
@@ -221,13 +246,36 @@ func (s *Store) OnSplit(left, right *kvpb.Descriptor) {
 	if parent, ok := s.Replica(left.GetId()); ok && parent.Group().Status().IsLeader() {
 		how = campaignNow
 	}
-	s.bg.Add(1)
+	s.mu.RLock()
+	closed := s.mu.closed
+	if !closed {
+		s.bg.Add(1)
+	}
+	s.mu.RUnlock()
+	if closed {
+		return // Recover starts it with the store's next incarnation
+	}
 	go func() {
 		defer s.bg.Done()
-		if _, err := s.start(context.Background(), right.GetId(), right, how); err != nil {
+		if _, err := s.start(context.Background(), right.GetId(), nil, how); err != nil {
 			s.cfg.Logger.Error("start right half of split", "partition", right.GetId(), "parent", left.GetId(), "err", err)
 		}
 	}()
+}
+
+// overlapping returns a local replica of another partition whose range
+// overlaps d's, 0 if none.
+func (s *Store) overlapping(d *kvpb.Descriptor) uint64 {
+	if !HasRange(d) {
+		return 0
+	}
+	for _, r := range s.Replicas() {
+		o := r.Descriptor()
+		if r.ID() != d.GetId() && HasRange(o) && o.GetTableId() == d.GetTableId() && o.GetStart() <= d.GetEnd() && d.GetStart() <= o.GetEnd() {
+			return r.ID()
+		}
+	}
+	return 0
 }
 
 // Close stops every replica (their state stays on disk). Safe to call twice.
@@ -286,6 +334,17 @@ func (s *Store) Reconcile(ctx context.Context, parts []*kvpb.Descriptor, liveTab
 				errs = append(errs, err)
 				continue
 			}
+		}
+		if other := s.overlapping(d); other != 0 {
+			// A local replica of another partition still holds part of
+			// this range: this node's copy of the parent has not applied
+			// the split yet. Joining now would let a snapshot of the right
+			// half and the parent's late writes share keys; the split
+			// creates the right half here when it applies (or, if the
+			// parent catches up from a snapshot taken after the split, the
+			// overlap ends and a later pass joins).
+			s.cfg.Logger.Debug("not joining partition while a local replica overlaps it", "partition", d.GetId(), "overlaps", other)
+			continue
 		}
 		var err error
 		switch {

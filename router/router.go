@@ -268,6 +268,8 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 		// replica not found), which leaves hope that another round works.
 		var unavail error
 		other := false
+		unavailNodes := map[consensus.NodeID]bool{}
+		var hints []consensus.NodeID
 	nodes:
 		for len(cands) > 0 {
 			node := cands[0]
@@ -303,7 +305,17 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 				return expired()
 			}
 			outcome := r.classify(desc, node, err, sent && !idempotent)
-			if outcome != unavailable && sent {
+			switch {
+			case outcome == unavailable:
+				unavailNodes[node] = true
+			case outcome == retryHint:
+				// A follower's hint may name a leader that has just
+				// refused for lack of a quorum (the follower has not
+				// noticed yet): that is no reason to keep trying.
+				if h, ok := r.leaders.Load(desc.GetId()); ok {
+					hints = append(hints, h.(consensus.NodeID))
+				}
+			case sent:
 				other = true
 			}
 			switch outcome {
@@ -321,6 +333,9 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 			case refreshRoute:
 				break nodes
 			}
+		}
+		for _, h := range hints {
+			other = other || !unavailNodes[h]
 		}
 		if unavail != nil && !other {
 			// Every replica that answered said its group lacks a quorum,
@@ -376,8 +391,9 @@ func (r *Router) Read(ctx context.Context, t Target, req *kvpb.ReadRequest) (*kv
 	err := r.do(ctx, t, true, func(ctx context.Context, node consensus.NodeID, desc *kvpb.Descriptor) (bool, error) {
 		req.PartitionId, req.Generation, req.TableId = desc.GetId(), desc.GetGeneration(), desc.GetTableId()
 		var err error
-		resp, err = r.read(ctx, node, req)
-		return true, err
+		var sent bool
+		resp, sent, err = r.read(ctx, node, req)
+		return sent, err
 	})
 	return resp, err
 }
@@ -413,38 +429,46 @@ func (r *Router) write(ctx context.Context, node consensus.NodeID, req *kvpb.Wri
 	return resp, true, nil
 }
 
-func (r *Router) read(ctx context.Context, node consensus.NodeID, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
+// read is write's twin for reads; sent reports whether the request left
+// (reads are idempotent, so it only matters for telling an unreachable
+// node from one that answered).
+func (r *Router) read(ctx context.Context, node consensus.NodeID, req *kvpb.ReadRequest) (*kvpb.ReadResponse, bool, error) {
 	if node == r.cfg.NodeID {
 		rep, ok := r.cfg.Store.Replica(req.GetPartitionId())
 		if !ok {
-			return nil, partition.Errorf(kvpb.Error_NOT_FOUND, "no replica of partition %d on node %d", req.GetPartitionId(), node)
+			return nil, true, partition.Errorf(kvpb.Error_NOT_FOUND, "no replica of partition %d on node %d", req.GetPartitionId(), node)
 		}
-		return rep.Read(ctx, req)
+		resp, err := rep.Read(ctx, req)
+		return resp, true, err
 	}
 	c, err := r.conn(node)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !c.ready(ctx, ConnectWait) {
-		return nil, errNotConnected(node, c)
+		return nil, false, errNotConnected(node, c)
 	}
 	resp, err := c.kv.Read(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("node %d: %w", node, err)
+		return nil, true, fmt.Errorf("node %d: %w", node, err)
 	}
 	if resp.GetError() != nil {
-		return nil, partition.FromPB(resp.GetError())
+		return nil, true, partition.FromPB(resp.GetError())
 	}
-	return resp, nil
+	return resp, true, nil
 }
 
 // transportFailure reports an error that says nothing about the partition,
-// only that its node did not answer in time or could not be reached.
+// only that its node did not answer in time or could not be reached. A
+// TIMEOUT the node itself answered (its group lost its quorum with the
+// write in flight) is not one: the node is alive and still the best guess
+// of the leader.
 func transportFailure(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	if partition.ErrorCode(err) == kvpb.Error_TIMEOUT {
+	var inf *inFlightError
+	if errors.As(err, &inf) {
 		return true
 	}
 	s, ok := status.FromError(errors.Unwrap(err))
@@ -454,6 +478,13 @@ func transportFailure(err error) bool {
 	return ok && (s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded)
 }
 
+// inFlightError is the TIMEOUT of a write whose node failed while the write
+// was in flight.
+type inFlightError struct{ pe *partition.Error }
+
+func (e *inFlightError) Error() string { return e.pe.Error() }
+func (e *inFlightError) Unwrap() error { return e.pe }
+
 // inFlight turns the failure of a node that had received a write into the
 // timeout Cassandra gives when a write's outcome is unknown; the client
 // may retry an idempotent statement.
@@ -461,7 +492,7 @@ func inFlight(part uint64, node consensus.NodeID, err error) error {
 	if partition.ErrorCode(err) != kvpb.Error_UNKNOWN || !transportFailure(err) {
 		return err
 	}
-	return partition.Errorf(kvpb.Error_TIMEOUT, "partition %d: node %d failed while the write was in flight, so it may or may not have been applied: %v", part, node, err)
+	return &inFlightError{partition.Errorf(kvpb.Error_TIMEOUT, "partition %d: node %d failed while the write was in flight, so it may or may not have been applied: %v", part, node, err)}
 }
 
 // sentRPC reports whether a failed admin RPC may have reached the server.

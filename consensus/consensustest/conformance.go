@@ -2,12 +2,19 @@ package consensustest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand"
+	randv2 "math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/cosmosd/cosmosd/consensus"
 	"github.com/cosmosd/cosmosd/storage"
@@ -25,6 +32,18 @@ type Harness struct {
 	NewCluster func(t *testing.T) func(node consensus.NodeID, store *storage.Engine) (consensus.Engine, error)
 	// Timeout bounds every wait of the suite. Default 20s.
 	Timeout time.Duration
+	// Crashable gives every node's store a crashable in-memory filesystem
+	// (Pebble's vfs.NewCrashableMem) instead of a directory, so that
+	// Cluster.Crash can drop what the node had not synced.
+	Crashable bool
+	// Silence cuts node off from the cluster's network (silent) or
+	// reconnects it. Crash calls it first: nothing may leave a node after
+	// the instant it crashes, or a peer could count an acknowledgement of
+	// state the crash then loses. Required with Crashable.
+	Silence func(t *testing.T, node consensus.NodeID, silent bool)
+	// Seed drives the random choices of crashes (which unsynced writes
+	// survive). Zero means a seed from the clock; the suite logs it.
+	Seed int64
 }
 
 // RunEngineConformance tests the consensus.Engine and consensus.Group
@@ -72,6 +91,14 @@ type Cluster struct {
 	start func(consensus.NodeID, *storage.Engine) (consensus.Engine, error)
 	dirs  []string
 
+	// rng (under mu) decides which unsynced writes survive a crash.
+	rng *rand.Rand
+	// fss are the nodes' crashable filesystems (Harness.Crashable);
+	// epochs count each node's crashes, so a client can tell an answer
+	// from before a crash from one the crashed node gave after it.
+	fss    []*vfs.MemFS
+	epochs []atomic.Uint64
+
 	mu      sync.RWMutex
 	stores  []*storage.Engine
 	engines []consensus.Engine
@@ -96,7 +123,16 @@ func (c *Cluster) Store(node int) *storage.Engine {
 
 // NewCluster starts h.Replicas nodes.
 func NewCluster(t *testing.T, h Harness) *Cluster {
-	c := &Cluster{t: t, h: h, start: h.NewCluster(t)}
+	if h.Crashable && h.Silence == nil {
+		t.Fatal("consensustest: a crashable harness needs Silence")
+	}
+	if h.Seed == 0 {
+		h.Seed = time.Now().UnixNano()
+	}
+	if h.Crashable {
+		t.Logf("crash seed %d", h.Seed)
+	}
+	c := &Cluster{t: t, h: h, start: h.NewCluster(t), rng: rand.New(rand.NewSource(h.Seed)), epochs: make([]atomic.Uint64, 16)}
 	for i := 0; i < h.Replicas; i++ {
 		c.AddNode()
 	}
@@ -107,6 +143,9 @@ func NewCluster(t *testing.T, h Harness) *Cluster {
 func (c *Cluster) AddNode() int {
 	c.mu.Lock()
 	c.dirs = append(c.dirs, c.t.TempDir())
+	if c.h.Crashable {
+		c.fss = append(c.fss, vfs.NewCrashableMem())
+	}
 	c.stores = append(c.stores, nil)
 	c.engines = append(c.engines, nil)
 	c.kvs = append(c.kvs, map[consensus.GroupID]*KV{})
@@ -126,6 +165,9 @@ func (c *Cluster) StopNode(node int) { c.stopNode(node - 1) }
 func (c *Cluster) StartNode(node int, groups ...consensus.GroupID) {
 	c.t.Helper()
 	c.startNode(node - 1)
+	if c.h.Silence != nil {
+		c.h.Silence(c.t, consensus.NodeID(node), false)
+	}
 	for _, id := range groups {
 		c.startGroupOn(node-1, id, nil)
 	}
@@ -167,9 +209,12 @@ func (c *Cluster) Running(node int) bool { return c.Engine(node) != nil }
 func (c *Cluster) startNode(i int) {
 	c.t.Helper()
 	c.mu.RLock()
-	dir := c.dirs[i]
+	cfg := storage.Config{Dir: c.dirs[i]}
+	if c.h.Crashable {
+		cfg = storage.Config{Dir: "store", FS: c.fss[i]}
+	}
 	c.mu.RUnlock()
-	st, err := storage.Open(storage.Config{Dir: dir})
+	st, err := storage.Open(cfg)
 	if err != nil {
 		c.t.Fatalf("open store %d: %v", i+1, err)
 	}
@@ -199,6 +244,140 @@ func (c *Cluster) stopNode(i int) {
 		if err := st.Close(); err != nil {
 			c.t.Errorf("close store %d: %v", i+1, err)
 		}
+	}
+}
+
+// Seed returns the seed of the cluster's random choices; tests derive
+// their own from it so that COSMOSD_CRASH_SEED-style reruns repeat them.
+func (c *Cluster) Seed() int64 { return c.h.Seed }
+
+// Epoch returns how many times node has crashed. A client that sees the
+// epoch of the node that answered change between its request and the
+// answer must treat the answer as unknown: the node may have answered
+// after the instant of its crash, which a real crash never does.
+func (c *Cluster) Epoch(node int) uint64 { return c.epochs[node-1].Load() }
+
+// Crash crashes nodes at one instant: each is silenced, its epoch
+// advances, and its filesystem is replaced by what a crash at that instant
+// leaves (everything synced, and a random part of what was not); then the
+// nodes are stopped. They stay down until StartNode. Needs
+// Harness.Crashable.
+func (c *Cluster) Crash(nodes ...int) {
+	c.t.Helper()
+	clones := c.CrashPoint(nodes...)
+	for i, n := range nodes {
+		c.stopNode(n - 1)
+		c.mu.Lock()
+		c.fss[n-1] = clones[i]
+		c.mu.Unlock()
+	}
+}
+
+// CrashPoint takes the instant of a crash of nodes without stopping them:
+// it silences them, advances their epochs and returns the filesystems a
+// crash now would leave. Hooks that run inside an engine (which cannot
+// stop it from there) call it, make the engine fail, and the test then
+// replaces the filesystems with ReplaceFS after StopNode.
+func (c *Cluster) CrashPoint(nodes ...int) []*vfs.MemFS {
+	c.t.Helper()
+	if !c.h.Crashable {
+		c.t.Fatal("consensustest: Crash needs a crashable harness")
+	}
+	for _, n := range nodes {
+		c.epochs[n-1].Add(1)
+		c.h.Silence(c.t, consensus.NodeID(n), true)
+	}
+	clones := make([]*vfs.MemFS, len(nodes))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, n := range nodes {
+		// Pebble's crash clones keep a random part of the unsynced data,
+		// as a real disk might.
+		clones[i] = c.fss[n-1].CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: c.rng.Intn(100), RNG: randv2.New(randv2.NewPCG(uint64(c.rng.Int63()), 0))})
+	}
+	return clones
+}
+
+// ReplaceFS gives a stopped node the filesystem a CrashPoint returned.
+func (c *Cluster) ReplaceFS(node int, fs *vfs.MemFS) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fss[node-1] = fs
+}
+
+// Checksum hashes every key and value of group id's state machine on node
+// (the spans of Spans), for comparing replicas.
+func (c *Cluster) Checksum(node int, id consensus.GroupID) (uint64, error) {
+	st := c.Store(node)
+	if st == nil {
+		return 0, fmt.Errorf("node %d is down", node)
+	}
+	h := fnv.New64a()
+	for _, sp := range Spans(id) {
+		it, err := st.NewIter(sp)
+		if err != nil {
+			return 0, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				_ = it.Close()
+				return 0, err
+			}
+			var n [8]byte
+			binary.BigEndian.PutUint64(n[:], uint64(len(it.Key())))
+			h.Write(n[:])
+			h.Write(it.Key())
+			binary.BigEndian.PutUint64(n[:], uint64(len(v)))
+			h.Write(n[:])
+			h.Write(v)
+		}
+		if err := it.Close(); err != nil {
+			return 0, err
+		}
+	}
+	return h.Sum64(), nil
+}
+
+// CheckStateAgrees waits until every running replica of id has applied
+// the same index, then fails the test unless their states hash the same.
+// Call it once nothing is being proposed.
+func (c *Cluster) CheckStateAgrees(id consensus.GroupID) {
+	c.t.Helper()
+	c.CheckConverged(id)
+	var last string
+	ok := c.poll(func() bool {
+		var applied uint64
+		var sum uint64
+		first := true
+		for n := 1; n <= c.Nodes(); n++ {
+			kv := c.KV(n, id)
+			if kv == nil {
+				continue
+			}
+			a := kv.AppliedIndex()
+			cs, err := c.Checksum(n, id)
+			if err != nil {
+				last = err.Error()
+				return false
+			}
+			if first {
+				applied, sum, first = a, cs, false
+				continue
+			}
+			if a != applied {
+				last = fmt.Sprintf("node %d applied %d, another %d", n, a, applied)
+				return false
+			}
+			if cs != sum {
+				last = fmt.Sprintf("node %d state hashes to %x at index %d, another to %x", n, cs, a, sum)
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		c.t.Fatalf("group %d: replicas disagree: %s", id, last)
 	}
 }
 
@@ -603,14 +782,15 @@ func testRestart(t *testing.T, c *Cluster) {
 		c.MustPropose(1, Put(fmt.Sprintf("k%d", i), fmt.Sprint(i)))
 	}
 	c.CheckConverged(1)
-	before := make([]uint64, c.h.Replicas)
+	old := make([]*KV, c.h.Replicas)
 	for n := 1; n <= c.h.Replicas; n++ {
-		before[n-1] = c.KV(n, 1).AppliedIndex()
+		old[n-1] = c.KV(n, 1)
 	}
 	c.Restart()
 	for n := 1; n <= c.h.Replicas; n++ {
-		if got := c.KV(n, 1).AppliedIndex(); got != before[n-1] {
-			t.Fatalf("node %d: state machine resumed at %d, had applied %d", n, got, before[n-1])
+		// The old incarnation is stopped: its applied index is final.
+		if got, want := c.KV(n, 1).ResumedAt(), old[n-1].AppliedIndex(); got != want {
+			t.Fatalf("node %d: state machine resumed at %d, had applied %d", n, got, want)
 		}
 	}
 	c.MustPropose(1, Put("after", "restart"))

@@ -100,6 +100,9 @@ type KV struct {
 	eng   *storage.Engine
 	group consensus.GroupID
 
+	// resumedAt is the applied index this incarnation loaded from disk.
+	resumedAt uint64
+
 	mu       sync.Mutex
 	applied  uint64
 	history  []Applied
@@ -117,9 +120,13 @@ func NewKV(eng *storage.Engine, group consensus.GroupID) (*KV, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv.applied = applied
+	kv.applied, kv.resumedAt = applied, applied
 	return kv, nil
 }
+
+// ResumedAt returns the applied index this state machine loaded from disk
+// when it was created.
+func (kv *KV) ResumedAt() uint64 { return kv.resumedAt }
 
 func (kv *KV) stateKey() []byte { return storage.ReplicaStateKey(uint64(kv.group)) }
 
@@ -257,7 +264,7 @@ func (kv *KV) SnapshotSpans(meta []byte) ([]storage.Span, error) {
 
 // Restore implements consensus.StateMachine. The state key travels in the
 // snapshot, so it must now hold index.
-func (kv *KV) Restore(meta []byte, index uint64) error {
+func (kv *KV) Restore(_ *storage.Batch, meta []byte, index uint64) error {
 	kv.mu.Lock()
 	defer kv.mu.Unlock()
 	applied, err := kv.loadApplied()

@@ -170,6 +170,17 @@ func (e *Engine) StartGroup(ctx context.Context, cfg consensus.GroupConfig) (con
 	return g, nil
 }
 
+// WriteInitialState implements consensus.Engine.
+func (e *Engine) WriteInitialState(b *storage.Batch, id consensus.GroupID, self consensus.ReplicaID, members []consensus.Replica) (bool, error) {
+	if _, ok, err := b.Get(storage.RaftApplyStateKey(uint64(id))); err != nil || ok {
+		return false, err
+	}
+	if len(members) != 1 || members[0].NodeID != e.cfg.NodeID || members[0].ReplicaID != self {
+		return false, fmt.Errorf("local: group %d: the local engine runs exactly one replica on this node, got members %v", id, members)
+	}
+	return true, b.Set(storage.RaftApplyStateKey(uint64(id)), encodeApplyState(applyState{applied: 1, members: members}))
+}
+
 // Group implements consensus.Engine.
 func (e *Engine) Group(id consensus.GroupID) (consensus.Group, bool) {
 	e.mu.Lock()
@@ -406,6 +417,9 @@ func (g *group) applyBatch(batch []*proposal) error {
 	g.mu.Lock()
 	g.mu.applied = applied
 	g.mu.Unlock()
+	if pa, ok := g.sm.(consensus.PostApplier); ok {
+		pa.PostApply()
+	}
 	for i, p := range batch {
 		p.result <- results[i]
 	}

@@ -135,6 +135,10 @@ type TestingKnobs struct {
 	// installation; an error aborts the installation there, as a crash
 	// would.
 	AfterSnapshotSpan func(group consensus.GroupID, span int) error
+	// BeforeInstallCommit, when set, runs before the batch that completes
+	// a snapshot installation commits; an error aborts the installation
+	// there, as a crash would.
+	BeforeInstallCommit func(group consensus.GroupID) error
 	// DisableAdmission steps inbound messages into raft without the
 	// checks of admit (inbound.go), to test the recovery from raft panics.
 	DisableAdmission bool

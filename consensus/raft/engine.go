@@ -240,12 +240,8 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 		if cfg.ReplicaID != 0 && consensus.ReplicaID(m.GetReplicaId()) != cfg.ReplicaID {
 			return nil, fmt.Errorf("persisted replica r%d, asked to start r%d", m.GetReplicaId(), cfg.ReplicaID)
 		}
-		st, _, err := e.completeInstall(id, m)
-		if err != nil {
+		if _, _, err := e.completeInstall(id, m, cfg.StateMachine); err != nil {
 			return nil, err
-		}
-		if err := cfg.StateMachine.Restore(m.GetStateMachineMeta(), st.appliedIndex); err != nil {
-			return nil, fmt.Errorf("restore state machine: %w", err)
 		}
 	}
 	st, err := e.loadApplyState(id)
@@ -355,31 +351,57 @@ func (e *Engine) bootstrap(cfg consensus.GroupConfig) (*applyState, error) {
 	if cfg.ReplicaID == 0 {
 		return nil, errors.New("no persisted state and no replica id")
 	}
-	id := uint64(cfg.ID)
 	b := e.cfg.Storage.NewBatch()
 	defer b.Close()
-	st := &applyState{replicaID: cfg.ReplicaID, confState: &pb.ConfState{}}
+	var st *applyState
 	if len(cfg.Members) > 0 {
-		if err := validateMembers(cfg.Members, cfg.ReplicaID); err != nil {
+		var err error
+		if st, err = writeInitialState(b, uint64(cfg.ID), cfg.ReplicaID, cfg.Members); err != nil {
 			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
-		// Every initial replica starts with the same virtual entry 1 (term 1)
-		// holding the configuration, already applied and truncated; replicas
-		// added later receive a snapshot first, as index 1 is never in a log.
-		members := membersFromConfState(confStateFromMembers(cfg.Members), nodeMap(cfg.Members))
-		st.appliedIndex, st.appliedTerm, st.truncatedIndex, st.truncatedTerm = 1, 1, 1, 1
-		st.confState = confStateFromMembers(cfg.Members)
-		st.members = members
-		if _, err := cfg.StateMachine.Apply(b, []consensus.Entry{{Index: 1, Term: 1, Type: consensus.EntryMembership, Members: members}}); err != nil {
+		if _, err := cfg.StateMachine.Apply(b, []consensus.Entry{{Index: 1, Term: 1, Type: consensus.EntryMembership, Members: st.members}}); err != nil {
 			return nil, fmt.Errorf("bootstrap: apply membership: %w", err)
 		}
-		hs, err := proto.Marshal(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)})
+	} else {
+		// A replica that joins an existing group: it persists only its id
+		// and waits for the leader's snapshot.
+		st = &applyState{replicaID: cfg.ReplicaID, confState: &pb.ConfState{}}
+		v, err := encodeApplyState(st)
 		if err != nil {
 			return nil, err
 		}
-		if err := b.Set(storage.RaftHardStateKey(id), hs); err != nil {
+		if err := b.Set(storage.RaftApplyStateKey(uint64(cfg.ID)), v); err != nil {
 			return nil, err
 		}
+	}
+	if err := b.Commit(true); err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	return st, nil
+}
+
+// writeInitialState writes the raft state of a replica that starts a group
+// with members. Every initial replica starts with the same virtual entry 1
+// (term 1) holding the configuration, already applied and truncated;
+// replicas added later receive a snapshot first, as index 1 is never in a
+// log.
+func writeInitialState(b *storage.Batch, id uint64, self consensus.ReplicaID, ms []consensus.Replica) (*applyState, error) {
+	if err := validateMembers(ms, self); err != nil {
+		return nil, err
+	}
+	cs := confStateFromMembers(ms)
+	st := &applyState{
+		replicaID:    self,
+		appliedIndex: 1, appliedTerm: 1, truncatedIndex: 1, truncatedTerm: 1,
+		confState: cs,
+		members:   membersFromConfState(cs, nodeMap(ms)),
+	}
+	hs, err := proto.Marshal(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Set(storage.RaftHardStateKey(id), hs); err != nil {
+		return nil, err
 	}
 	v, err := encodeApplyState(st)
 	if err != nil {
@@ -388,10 +410,22 @@ func (e *Engine) bootstrap(cfg consensus.GroupConfig) (*applyState, error) {
 	if err := b.Set(storage.RaftApplyStateKey(id), v); err != nil {
 		return nil, err
 	}
-	if err := b.Commit(true); err != nil {
-		return nil, fmt.Errorf("bootstrap: %w", err)
-	}
 	return st, nil
+}
+
+// WriteInitialState implements consensus.Engine.
+func (e *Engine) WriteInitialState(b *storage.Batch, id consensus.GroupID, self consensus.ReplicaID, members []consensus.Replica) (bool, error) {
+	for _, k := range [][]byte{storage.RaftApplyStateKey(uint64(id)), storage.RaftHardStateKey(uint64(id)), installKey(uint64(id))} {
+		if _, ok, err := b.Get(k); err != nil {
+			return false, fmt.Errorf("raft: group %d: %w", id, err)
+		} else if ok {
+			return false, nil
+		}
+	}
+	if _, err := writeInitialState(b, uint64(id), self, members); err != nil {
+		return false, fmt.Errorf("raft: group %d: initial state: %w", id, err)
+	}
+	return true, nil
 }
 
 func nodeMap(ms []consensus.Replica) map[consensus.ReplicaID]consensus.NodeID {

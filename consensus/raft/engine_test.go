@@ -23,8 +23,8 @@ func TestPersistedGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = st.Close() }()
-	net := newMemNet(1)
-	defer net.close()
+	net := NewMemNetwork(1)
+	defer net.Close()
 	e, err := New(testConfig(1, st, net))
 	if err != nil {
 		t.Fatal(err)

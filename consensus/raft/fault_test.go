@@ -46,18 +46,18 @@ func TestMinorityPartition(t *testing.T) {
 	c.StartGroup(1, c.Members())
 	leader := c.Leader(1)
 	follower := without([]int{1, 2, 3, 4}, leader)[0]
-	net.isolate(consensus.NodeID(follower))
+	net.Isolate(consensus.NodeID(follower))
 	for i := range 10 {
 		mustProposeAmong(t, c, 1, without([]int{1, 2, 3, 4}, follower), consensustest.Put(fmt.Sprintf("f%d", i), "x"))
 	}
-	net.heal()
+	net.Heal()
 	c.CheckConverged(1)
 	if v, ok := readOn(t, c, follower, 1, "f9"); !ok || v != "x" {
 		t.Fatalf("healed follower: f9 = %q %v", v, ok)
 	}
 
 	leader = c.Leader(1)
-	net.isolate(consensus.NodeID(leader))
+	net.Isolate(consensus.NodeID(leader))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	_, err := c.Group(leader, 1).Propose(ctx, consensustest.Put("lost", "x"))
 	cancel()
@@ -65,14 +65,14 @@ func TestMinorityPartition(t *testing.T) {
 	// Raft may have taken the proposal before the leader knew it was cut
 	// off; then the outcome is unknown (the entry may have reached a
 	// follower), never ErrNoQuorum, which means "not attempted".
-	unknown := errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "outcome unknown")
+	unknown := errors.Is(err, consensus.ErrAmbiguous) || (errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "outcome unknown"))
 	if err == nil || !(errors.As(err, &nl) || errors.Is(err, consensus.ErrNoQuorum) || unknown) {
 		t.Fatalf("propose on an isolated leader: %v, want NotLeaderError, ErrNoQuorum or an unknown outcome", err)
 	}
 	majority := without([]int{1, 2, 3, 4}, leader)
 	newLeader := waitLeader(t, c, 1, majority...)
 	mustProposeAmong(t, c, 1, majority, consensustest.Put("after", "y"))
-	net.heal()
+	net.Heal()
 	waitLeader(t, c, 1, 1, 2, 3, 4)
 	c.CheckConverged(1)
 	if v, ok := readOn(t, c, leader, 1, "after"); !ok || v != "y" {
@@ -91,7 +91,7 @@ func TestNoQuorum(t *testing.T) {
 	c.MustPropose(1, consensustest.Put("k", "0"))
 	leader := c.Leader(1)
 	other := without([]int{1, 2, 3, 4}, leader)
-	net.partition(ids(leader, other[0]), ids(other[1], other[2]))
+	net.Partition(ids(leader, other[0]), ids(other[1], other[2]))
 
 	const deadline = time.Second
 	// check runs the requests concurrently; each must fail in time.
@@ -121,7 +121,7 @@ func TestNoQuorum(t *testing.T) {
 					errs[i] = fmt.Errorf("%q does not name the group", err)
 				case errors.As(err, &nl):
 				case errors.Is(err, consensus.ErrNoQuorum):
-				case r.op == "propose" && errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "outcome unknown"):
+				case r.op == "propose" && (errors.Is(err, consensus.ErrAmbiguous) || errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "outcome unknown")):
 					// Raft took the proposal before the loss was known:
 					// it may still commit, so it is not "no quorum".
 				default:
@@ -178,7 +178,7 @@ func TestNoQuorum(t *testing.T) {
 		}
 	}
 
-	net.heal()
+	net.Heal()
 	c.MustPropose(1, consensustest.Put("k", "healed"))
 
 	// Two crashed nodes.
@@ -211,15 +211,16 @@ func TestNoQuorum(t *testing.T) {
 }
 
 // TestDroppedProposalFailsPromptly: a proposal appended by a leader that is
-// then cut off is overwritten by the new leader's log; when the old leader
-// rejoins and applies the entry at that index, the proposal fails with
-// NotLeaderError at once, long before its deadline.
+// then cut off is overwritten by the new leader's log. It fails long before
+// its deadline: with ErrAmbiguous as soon as the cut-off leader knows it
+// hears from no quorum, or with NotLeaderError if the old leader rejoins
+// and applies the entry at that index first; and it never applies.
 func TestDroppedProposalFailsPromptly(t *testing.T) {
 	c, net := newTestCluster(t, 4, nil)
 	c.StartGroup(1, c.Members())
 	c.MustPropose(1, consensustest.Put("k", "0"))
 	leader := c.Leader(1)
-	net.isolate(consensus.NodeID(leader))
+	net.Isolate(consensus.NodeID(leader))
 	type res struct {
 		err  error
 		took time.Duration
@@ -237,7 +238,7 @@ func TestDroppedProposalFailsPromptly(t *testing.T) {
 	for i := range 5 {
 		mustProposeAmong(t, c, 1, majority, consensustest.Put("k", fmt.Sprint(i)))
 	}
-	net.heal()
+	net.Heal()
 	var r res
 	select {
 	case r = <-done:
@@ -245,8 +246,8 @@ func TestDroppedProposalFailsPromptly(t *testing.T) {
 		t.Fatal("dropped proposal still pending")
 	}
 	var nl *consensus.NotLeaderError
-	if !errors.As(r.err, &nl) {
-		t.Fatalf("dropped proposal: %v after %v, want NotLeaderError", r.err, r.took)
+	if !errors.As(r.err, &nl) && !errors.Is(r.err, consensus.ErrAmbiguous) {
+		t.Fatalf("dropped proposal: %v after %v, want NotLeaderError or ErrAmbiguous", r.err, r.took)
 	}
 	c.CheckConverged(1)
 	if v, _ := readOn(t, c, leader, 1, "k"); v != "4" {
@@ -343,7 +344,7 @@ func TestFaultyNetwork(t *testing.T) {
 	c, net := newTestCluster(t, 4, nil)
 	c.StartGroup(1, c.Members())
 	c.Leader(1)
-	net.faults(0.1, 0.1, 20*time.Millisecond)
+	net.Faults(0.1, 0.1, 20*time.Millisecond)
 	var mu sync.Mutex
 	acked := map[string]bool{}
 	var wg sync.WaitGroup
@@ -363,8 +364,8 @@ func TestFaultyNetwork(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	net.faults(0, 0, 0)
-	st := net.stats()
+	net.Faults(0, 0, 0)
+	st := net.Stats()
 	t.Logf("acked %d of 160 appends; network: %+v", len(acked), st)
 	if len(acked) < 80 {
 		t.Fatalf("only %d of 160 writes acknowledged", len(acked))
@@ -435,7 +436,7 @@ func TestStopInFlightIsAmbiguous(t *testing.T) {
 	leader := c.Leader(1)
 	g := c.Group(leader, 1)
 	before := g.Status().LastIndex
-	net.isolate(consensus.NodeID(leader))
+	net.Isolate(consensus.NodeID(leader))
 	errc := make(chan error, 1)
 	go func() {
 		_, err := g.Propose(context.Background(), consensustest.Append("l", "x"))
@@ -458,10 +459,10 @@ func TestStopInFlightIsAmbiguous(t *testing.T) {
 	// A follower cut off from everyone knows no leader after an election
 	// timeout; its requests wait without reaching raft, then fail with
 	// ErrStopped when the group stops.
-	net.heal()
+	net.Heal()
 	follower := without([]int{1, 2, 3, 4}, leader)[0]
 	fg := c.Group(follower, 1)
-	net.isolate(consensus.NodeID(follower))
+	net.Isolate(consensus.NodeID(follower))
 	eventually(t, waitTimeout, func() error {
 		if l := fg.Status().Leader; l != 0 {
 			return fmt.Errorf("follower still sees leader r%d", l)

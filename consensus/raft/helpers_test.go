@@ -15,7 +15,7 @@ import (
 const waitTimeout = 20 * time.Second
 
 // newTestCluster starts a cluster of n nodes on an in-memory network.
-func newTestCluster(t *testing.T, n int, tweak func(*Config)) (*consensustest.Cluster, *memNet) {
+func newTestCluster(t *testing.T, n int, tweak func(*Config)) (*consensustest.Cluster, *MemNetwork) {
 	t.Helper()
 	h, netOf := memHarness(n, tweak)
 	h.Timeout = waitTimeout

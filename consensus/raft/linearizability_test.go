@@ -222,15 +222,15 @@ func TestLinearizability(t *testing.T) {
 		case 0:
 			n := 1 + rng.Intn(4)
 			faults["isolate one replica"]++
-			net.isolate(consensus.NodeID(n))
+			net.Isolate(consensus.NodeID(n))
 			pause(hold)
-			net.heal()
+			net.Heal()
 		case 1:
 			p := rng.Perm(4)
 			faults["partition 2|2 (no quorum)"]++
-			net.partition(ids(p[0]+1, p[1]+1), ids(p[2]+1, p[3]+1))
+			net.Partition(ids(p[0]+1, p[1]+1), ids(p[2]+1, p[3]+1))
 			pause(hold)
-			net.heal()
+			net.Heal()
 		case 2:
 			n := 1 + rng.Intn(4)
 			faults["kill and restart a node"]++
@@ -245,15 +245,15 @@ func TestLinearizability(t *testing.T) {
 			c.StartNode(n, 1)
 		case 4:
 			faults["drop/duplicate/delay messages"]++
-			net.faults(0.05, 0.05, 15*time.Millisecond)
+			net.Faults(0.05, 0.05, 15*time.Millisecond)
 			pause(hold)
-			net.faults(0, 0, 0)
+			net.Faults(0, 0, 0)
 		}
 	}
 	close(stop)
 	wg.Wait()
-	net.heal()
-	net.faults(0, 0, 0)
+	net.Heal()
+	net.Faults(0, 0, 0)
 
 	// Every acknowledged append is in the final lists exactly once, and no
 	// append is in them twice.
@@ -322,7 +322,7 @@ func TestLinearizability(t *testing.T) {
 	}
 	t.Logf("operations: %d (appends acknowledged %d, reads %d, appends with unknown outcome %d of which applied %d, refused with NotLeader %d, failed reads %d)",
 		len(history), stats.appends.Load(), stats.reads.Load(), stats.unknowns.Load(), unknownApplied, stats.notLeader.Load(), stats.failedReads.Load())
-	t.Logf("faults injected: %v; network: %+v", faults, net.stats())
+	t.Logf("faults injected: %v; network: %+v", faults, net.Stats())
 	t.Logf("linearizability: %s, violations: %d; acknowledged appends missing: %d", res, violations, lost)
 	if res != porcupine.Ok {
 		t.Fatalf("history is not linearizable: %s", res)

@@ -25,7 +25,7 @@ func testLogger() *slog.Logger {
 
 // testConfig is the engine configuration of tests: fast ticks so that
 // elections take a fraction of a second.
-func testConfig(node consensus.NodeID, st *storage.Engine, net *memNet) Config {
+func testConfig(node consensus.NodeID, st *storage.Engine, net *MemNetwork) Config {
 	cfg := Config{
 		NodeID:       node,
 		Storage:      st,
@@ -33,20 +33,20 @@ func testConfig(node consensus.NodeID, st *storage.Engine, net *memNet) Config {
 		Logger:       testLogger(),
 	}
 	if net != nil {
-		cfg.TestingKnobs = &TestingKnobs{Transport: net.transport(node)}
+		cfg.TestingKnobs = &TestingKnobs{Transport: net.Transport(node)}
 	}
 	return cfg
 }
 
-// memHarness runs engines on one memNet per cluster; tweak adjusts each
+// memHarness runs engines on one MemNetwork per cluster; tweak adjusts each
 // engine's configuration.
-func memHarness(replicas int, tweak func(*Config)) (consensustest.Harness, func(t *testing.T) *memNet) {
-	var nets = map[*testing.T]*memNet{}
+func memHarness(replicas int, tweak func(*Config)) (consensustest.Harness, func(t *testing.T) *MemNetwork) {
+	var nets = map[*testing.T]*MemNetwork{}
 	h := consensustest.Harness{
 		Replicas: replicas,
 		NewCluster: func(t *testing.T) func(consensus.NodeID, *storage.Engine) (consensus.Engine, error) {
-			net := newMemNet(time.Now().UnixNano())
-			t.Cleanup(net.close)
+			net := NewMemNetwork(time.Now().UnixNano())
+			t.Cleanup(net.Close)
 			nets[t] = net
 			return func(node consensus.NodeID, st *storage.Engine) (consensus.Engine, error) {
 				cfg := testConfig(node, st, net)
@@ -57,7 +57,7 @@ func memHarness(replicas int, tweak func(*Config)) (consensustest.Harness, func(
 			}
 		},
 	}
-	return h, func(t *testing.T) *memNet { return nets[t] }
+	return h, func(t *testing.T) *MemNetwork { return nets[t] }
 }
 
 func TestConformanceOneReplica(t *testing.T) {

@@ -253,6 +253,13 @@ func (g *group) finish(w *groupWork, err error) {
 		}
 	}
 	g.rn.Advance(rd)
+	if len(rd.CommittedEntries) > 0 {
+		// The apply batch is durable: the state machine's post-apply work
+		// (starting a split's right half) may run now.
+		if pa, ok := g.sm.(consensus.PostApplier); ok {
+			pa.PostApply()
+		}
+	}
 	// Publish before answering, so a caller sees its write in Status.
 	g.publishStatus(w.ticked)
 
@@ -437,6 +444,13 @@ func (g *group) onSoftState(ss *etcdraft.SoftState) {
 
 // onTick runs the periodic work of a pass that ticked.
 func (g *group) onTick() {
+	if g.quorumLostFor(2 * uint64(g.e.cfg.ElectionTicks)) {
+		// Twice the window that refuses new requests: an answer for a
+		// command in flight is worth waiting a little longer for, and a
+		// pause of one election timeout (a loaded host) must not turn
+		// writes that will commit into timeouts.
+		g.failForQuorum()
+	}
 	g.reissueReads(true)
 	for id, r := range g.proposals {
 		// A request whose caller has gone and that was never indexed holds
@@ -449,7 +463,12 @@ func (g *group) onTick() {
 
 // quorumActive reports whether a leader heard from a quorum of voters (in
 // both halves of a joint configuration) within an election timeout.
-func (g *group) quorumActive() bool {
+func (g *group) quorumActive() bool { return g.quorumHeardWithin(uint64(g.e.cfg.ElectionTicks)) }
+
+// quorumHeardWithin reports whether a quorum of voters (in both halves of
+// a joint configuration), this replica included, sent it something within
+// the last window ticks.
+func (g *group) quorumHeardWithin(window uint64) bool {
 	cs := g.store.state.confState
 	heard := func(ids []uint64) bool {
 		if len(ids) == 0 {
@@ -458,7 +477,7 @@ func (g *group) quorumActive() bool {
 		n := 0
 		for _, id := range ids {
 			t, ok := g.lastHeard[id]
-			if id == uint64(g.replicaID) || (ok && g.ticks-t <= uint64(g.e.cfg.ElectionTicks)) {
+			if id == uint64(g.replicaID) || (ok && g.ticks-t <= window) {
 				n++
 			}
 		}

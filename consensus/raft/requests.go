@@ -205,6 +205,38 @@ func (g *group) proposeChange(r *request) {
 	g.proposedThisPass = true
 }
 
+// failForQuorum answers every request waiting on this replica once it
+// knows its group cannot reach a quorum, instead of holding them until
+// their deadlines: proposals raft took may still commit later (the nodes
+// may return), so they fail with ErrAmbiguous; reads and requests waiting
+// for a leader were not attempted and fail with ErrNoQuorum.
+func (g *group) failForQuorum() {
+	for id, r := range g.proposals {
+		if r.leaveJoint {
+			continue // committed; only leaving the joint state is pending
+		}
+		delete(g.proposals, id)
+		r.finish(nil, fmt.Errorf("raft: group %d: fewer than a quorum of replicas answered within an election timeout, so the command may or may not commit: %w", g.id, consensus.ErrAmbiguous))
+	}
+	noQuorum := fmt.Errorf("raft: group %d: fewer than a quorum of replicas answered within an election timeout: %w", g.id, consensus.ErrNoQuorum)
+	for id, b := range g.readBatches {
+		delete(g.readBatches, id)
+		for _, r := range b.reqs {
+			r.finish(nil, noQuorum)
+		}
+	}
+	for _, r := range g.readWaiters {
+		r.finish(nil, noQuorum)
+	}
+	clear(g.readWaiters)
+	g.readWaiters = g.readWaiters[:0]
+	for _, r := range g.waiting {
+		r.finish(nil, noQuorum)
+	}
+	clear(g.waiting)
+	g.waiting = g.waiting[:0]
+}
+
 // quorumLost reports whether this replica has evidence that its group
 // cannot commit anything now: as leader, it has not heard from a quorum of
 // voters within an election timeout (raft's CheckQuorum will depose it);
@@ -213,19 +245,24 @@ func (g *group) proposeChange(r *request) {
 // running for two. Candidates exchange (pre-)votes with every live
 // voter, so during an ordinary election after one failure a quorum is
 // heard from and requests wait for the new leader; with two of four
-// replicas gone they fail fast. A follower that knows a leader never
-// reports a loss: the leader decides.
-func (g *group) quorumLost() bool {
+// replicas gone they fail fast. A follower that heard from its leader
+// within an election timeout never reports a loss: the leader decides (and
+// one that has not will campaign soon anyway).
+func (g *group) quorumLost() bool { return g.quorumLostFor(uint64(g.e.cfg.ElectionTicks)) }
+
+// quorumLostFor is quorumLost with window ticks in place of an election
+// timeout.
+func (g *group) quorumLostFor(window uint64) bool {
 	switch {
 	case g.raftState == etcdraft.StateLeader:
-		return !g.quorumActive()
-	case g.lead != etcdraft.None:
+		return !g.quorumHeardWithin(window)
+	case g.lead != etcdraft.None && g.ticks-g.lastHeard[g.lead] <= window:
 		return false
 	case g.ticks < 2*uint64(g.e.cfg.ElectionTicks):
 		// Just started: peers may still be reconnecting to this node.
 		return false
 	}
-	return !g.quorumActive()
+	return !g.quorumHeardWithin(window)
 }
 
 // indexProposals records where this pass's proposals landed in the log.

@@ -376,6 +376,12 @@ func (e *Engine) receiveSnapshot(in *incomingSnapshot, g *group, first *transpor
 	if err := fs.MkdirAll(in.dir, 0o755); err != nil {
 		return err
 	}
+	// The new directory's entry must be durable before an install record
+	// names files in it (see completeInstall: a missing staged file means
+	// "ingested before a crash").
+	if err := syncDir(e, e.cfg.SnapshotDir); err != nil {
+		return err
+	}
 	writers := make([]*storage.SSTWriter, len(in.spans))
 	defer func() {
 		for _, w := range writers {
@@ -437,6 +443,7 @@ func (e *Engine) receiveSnapshot(in *incomingSnapshot, g *group, first *transpor
 		}
 		in.files[i] = w.Path()
 	}
+	// Each file was synced when finished; the directory's entries too.
 	return syncDir(e, in.dir)
 }
 
@@ -512,7 +519,7 @@ func (g *group) installSnapshot(rd etcdraft.Ready) error {
 	}
 	_ = b.Close()
 	in.committed = true
-	st, hs, err := g.e.completeInstall(uint64(g.id), m)
+	st, hs, err := g.e.completeInstall(uint64(g.id), m, g.sm)
 	if err != nil {
 		in.finish(false, err)
 		return err
@@ -525,10 +532,6 @@ func (g *group) installSnapshot(rd etcdraft.Ready) error {
 	}
 	g.members = membersFromConfState(st.confState, g.nodes)
 	g.commit = max(g.commit, st.appliedIndex)
-	if err := g.sm.Restore(in.meta, st.appliedIndex); err != nil {
-		in.finish(false, err)
-		return fmt.Errorf("restore state machine: %w", err)
-	}
 	for id, r := range g.proposals {
 		if r.index != 0 && r.index <= st.appliedIndex {
 			delete(g.proposals, id)
@@ -555,8 +558,12 @@ func (e *Engine) loadInstall(group uint64) (*transportpb.SnapshotInstall, error)
 }
 
 // completeInstall performs (or, after a crash, finishes) the installation
-// described by m. It is idempotent.
-func (e *Engine) completeInstall(group uint64, m *transportpb.SnapshotInstall) (*applyState, *pb.HardState, error) {
+// described by m: it ingests the staged spans, then commits in one batch
+// the cleared log, the hard and apply states, the state machine's own
+// state (sm.Restore) and the removal of the install record. It is
+// idempotent until that batch commits, and a crash before it leaves the
+// record for StartGroup to finish from.
+func (e *Engine) completeInstall(group uint64, m *transportpb.SnapshotInstall, sm consensus.StateMachine) (*applyState, *pb.HardState, error) {
 	md := &pb.SnapshotMetadata{}
 	if err := proto.Unmarshal(m.GetMetadata(), md); err != nil {
 		return nil, nil, fmt.Errorf("%w: snapshot install metadata: %v", ErrCorrupt, err)
@@ -629,6 +636,14 @@ func (e *Engine) completeInstall(group uint64, m *transportpb.SnapshotInstall) (
 	if err := b.Delete(installKey(group)); err != nil {
 		return nil, nil, err
 	}
+	if err := sm.Restore(b, m.GetStateMachineMeta(), st.appliedIndex); err != nil {
+		return nil, nil, fmt.Errorf("restore state machine: %w", err)
+	}
+	if k := e.cfg.TestingKnobs; k != nil && k.BeforeInstallCommit != nil {
+		if err := k.BeforeInstallCommit(consensus.GroupID(group)); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := b.Commit(true); err != nil {
 		return nil, nil, err
 	}
@@ -675,11 +690,17 @@ func stagedGroup(name string) (uint64, bool) {
 // except those an interrupted installation still needs.
 func (e *Engine) cleanSnapshotDir() error {
 	fs := e.cfg.Storage.FS()
+	// The staging directory must exist durably before any installation
+	// names a file in it: an install record that survives a crash while
+	// the directory entry does not would read as "already ingested".
+	if err := fs.MkdirAll(e.cfg.SnapshotDir, 0o755); err != nil {
+		return fmt.Errorf("raft: create %s: %w", e.cfg.SnapshotDir, err)
+	}
+	if err := syncDir(e, fs.PathDir(e.cfg.SnapshotDir)); err != nil {
+		return fmt.Errorf("raft: sync the parent of %s: %w", e.cfg.SnapshotDir, err)
+	}
 	names, err := fs.List(e.cfg.SnapshotDir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
 		return fmt.Errorf("raft: list %s: %w", e.cfg.SnapshotDir, err)
 	}
 	for _, name := range names {

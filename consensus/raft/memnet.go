@@ -12,11 +12,16 @@ import (
 	transportpb "github.com/cosmosd/cosmosd/proto/transport"
 )
 
-// memNet is an in-memory network between engines with fault controls:
-// directional cuts (partitions), random drops, duplicates and delays (which
-// also reorder). Randomness comes from a seeded source so a failing run can
-// be repeated with the same faults (the engines' own timing still varies).
-type memNet struct {
+// MemNetwork is the in-memory twin of the gRPC transport, for tests of the
+// engine and of what runs on it: engines in one process exchange messages
+// and snapshots through it, with fault controls: directional cuts
+// (partitions), random drops, duplicates and delays (which also reorder).
+// Randomness comes from a seeded source so a failing run can be repeated
+// with the same faults (the engines' own timing still varies). Messages are
+// delivered on the sender's goroutine (or a timer's, when delayed); a cut
+// takes effect for every send after the call returns. Safe for concurrent
+// use.
+type MemNetwork struct {
 	mu struct {
 		sync.Mutex
 		rng      *rand.Rand
@@ -27,17 +32,20 @@ type memNet struct {
 		delay    time.Duration
 		timers   map[*time.Timer]bool
 		closed   bool
-		stats    netStats
+		stats    MemNetStats
 	}
 	inflight sync.WaitGroup
 }
 
-type netStats struct {
+// MemNetStats counts what a MemNetwork did with the messages sent through
+// it.
+type MemNetStats struct {
 	Sent, Dropped, Duplicated, Delayed, Cut int
 }
 
-func newMemNet(seed int64) *memNet {
-	n := &memNet{}
+// NewMemNetwork returns a network whose random faults follow seed.
+func NewMemNetwork(seed int64) *MemNetwork {
+	n := &MemNetwork{}
 	n.mu.rng = rand.New(rand.NewSource(seed))
 	n.mu.handlers = map[consensus.NodeID]Handler{}
 	n.mu.cut = map[[2]consensus.NodeID]bool{}
@@ -45,8 +53,8 @@ func newMemNet(seed int64) *memNet {
 	return n
 }
 
-// transport returns the TestingKnobs.Transport hook of node.
-func (n *memNet) transport(node consensus.NodeID) func(Handler) Transport {
+// Transport returns the TestingKnobs.Transport hook of node.
+func (n *MemNetwork) Transport(node consensus.NodeID) func(Handler) Transport {
 	return func(h Handler) Transport {
 		n.mu.Lock()
 		n.mu.handlers[node] = h
@@ -55,17 +63,17 @@ func (n *memNet) transport(node consensus.NodeID) func(Handler) Transport {
 	}
 }
 
-// faults sets the probability of dropping and of duplicating each message
+// Faults sets the probability of dropping and of duplicating each message
 // and the maximum random delay (0: none).
-func (n *memNet) faults(drop, dup float64, delay time.Duration) {
+func (n *MemNetwork) Faults(drop, dup float64, delay time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.mu.drop, n.mu.dup, n.mu.delay = drop, dup, delay
 }
 
-// partition cuts the network into the given sides; nodes not listed are
+// Partition cuts the network into the given sides; nodes not listed are
 // cut off from everyone.
-func (n *memNet) partition(sides ...[]consensus.NodeID) {
+func (n *MemNetwork) Partition(sides ...[]consensus.NodeID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	side := map[consensus.NodeID]int{}
@@ -84,8 +92,8 @@ func (n *memNet) partition(sides ...[]consensus.NodeID) {
 	}
 }
 
-// isolate cuts node off from every other node.
-func (n *memNet) isolate(node consensus.NodeID) {
+// Isolate cuts node off from every other node.
+func (n *MemNetwork) Isolate(node consensus.NodeID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for b := consensus.NodeID(1); b <= 16; b++ {
@@ -96,20 +104,32 @@ func (n *memNet) isolate(node consensus.NodeID) {
 	}
 }
 
-func (n *memNet) heal() {
+// Rejoin removes the cuts that Isolate (or Partition) put around node.
+func (n *MemNetwork) Rejoin(node consensus.NodeID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for b := consensus.NodeID(1); b <= 16; b++ {
+		delete(n.mu.cut, [2]consensus.NodeID{node, b})
+		delete(n.mu.cut, [2]consensus.NodeID{b, node})
+	}
+}
+
+// Heal removes every cut.
+func (n *MemNetwork) Heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.mu.cut)
 }
 
-func (n *memNet) stats() netStats {
+// Stats returns the counts so far.
+func (n *MemNetwork) Stats() MemNetStats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.mu.stats
 }
 
-// close stops pending delayed deliveries and waits for running ones.
-func (n *memNet) close() {
+// Close stops pending delayed deliveries and waits for running ones.
+func (n *MemNetwork) Close() {
 	n.mu.Lock()
 	n.mu.closed = true
 	for t := range n.mu.timers {
@@ -123,14 +143,14 @@ func (n *memNet) close() {
 }
 
 // reachable reports the handler of to if from can reach it.
-func (n *memNet) reachableLocked(from, to consensus.NodeID) Handler {
+func (n *MemNetwork) reachableLocked(from, to consensus.NodeID) Handler {
 	if n.mu.closed || n.mu.cut[[2]consensus.NodeID{from, to}] {
 		return nil
 	}
 	return n.mu.handlers[to]
 }
 
-func (n *memNet) send(from consensus.NodeID, self Handler, to consensus.NodeID, msgs []*transportpb.RaftMessage) {
+func (n *MemNetwork) send(from consensus.NodeID, self Handler, to consensus.NodeID, msgs []*transportpb.RaftMessage) {
 	n.mu.Lock()
 	n.mu.stats.Sent += len(msgs)
 	h := n.reachableLocked(from, to)
@@ -166,7 +186,7 @@ func (n *memNet) send(from consensus.NodeID, self Handler, to consensus.NodeID, 
 	}
 }
 
-func (n *memNet) delayLocked(from, to consensus.NodeID, m *transportpb.RaftMessage, d time.Duration) {
+func (n *MemNetwork) delayLocked(from, to consensus.NodeID, m *transportpb.RaftMessage, d time.Duration) {
 	n.inflight.Add(1)
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
@@ -183,7 +203,7 @@ func (n *memNet) delayLocked(from, to consensus.NodeID, m *transportpb.RaftMessa
 }
 
 type memTransport struct {
-	net  *memNet
+	net  *MemNetwork
 	node consensus.NodeID
 	h    Handler
 }

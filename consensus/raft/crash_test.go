@@ -1,0 +1,291 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cosmosd/cosmosd/consensus"
+	"github.com/cosmosd/cosmosd/consensus/consensustest"
+)
+
+// crashHarness is memHarness on crashable in-memory filesystems: a crash
+// silences the node on the network, keeps what it synced (and a random
+// part of what it did not) and restarts it from there.
+func crashHarness(t *testing.T, replicas int, tweak func(*Config)) (*consensustest.Cluster, *MemNetwork) {
+	t.Helper()
+	h, netOf := memHarness(replicas, tweak)
+	h.Timeout = waitTimeout
+	h.Crashable = true
+	h.Silence = func(t *testing.T, node consensus.NodeID, silent bool) {
+		if silent {
+			netOf(t).Isolate(node)
+		} else {
+			netOf(t).Rejoin(node)
+		}
+	}
+	if s := os.Getenv("COSMOSD_CRASH_SEED"); s != "" {
+		seed, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("COSMOSD_CRASH_SEED: %v", err)
+		}
+		h.Seed = seed
+	}
+	c := consensustest.NewCluster(t, h)
+	t.Cleanup(c.Close)
+	return c, netOf(t)
+}
+
+// crashRounds is how many crashes a randomized crash test injects:
+// COSMOSD_CRASH_ROUNDS, default short.
+func crashRounds(def int) int {
+	if s := os.Getenv("COSMOSD_CRASH_ROUNDS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return n
+		}
+	}
+	return def
+}
+
+// appendLog records the outcome of every append a crash test proposed.
+type appendLog struct {
+	mu      sync.Mutex
+	acked   map[string]string // value -> key, acknowledged
+	failed  map[string]bool   // provably not applied
+	unknown int
+}
+
+func newAppendLog() *appendLog {
+	return &appendLog{acked: map[string]string{}, failed: map[string]bool{}}
+}
+
+// definitelyNotApplied reports errors after which a proposal provably did
+// not commit: raft never took it, or it lost its log position.
+func definitelyNotApplied(err error) bool {
+	var nl *consensus.NotLeaderError
+	return errors.As(err, &nl) || errors.Is(err, consensus.ErrNoQuorum) ||
+		(errors.Is(err, consensus.ErrStopped) && !errors.Is(err, consensus.ErrAmbiguous)) ||
+		errors.Is(err, ErrProposalDropped)
+}
+
+// runAppends proposes unique appends to groups through whichever running
+// node leads, until stop closes. An answer counts only if the node that
+// gave it did not crash in between (a real crash answers nothing after
+// its instant).
+func runAppends(c *consensustest.Cluster, groups []consensus.GroupID, client int, seed int64, log *appendLog, stop <-chan struct{}) {
+	rng := rand.New(rand.NewSource(seed))
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		id := groups[rng.Intn(len(groups))]
+		key := fmt.Sprintf("k%d", rng.Intn(4))
+		val := fmt.Sprintf("c%d-%d", client, i)
+		node, g := 0, consensus.Group(nil)
+		for n := 1; n <= c.Nodes(); n++ {
+			if gg := c.Group(n, id); gg != nil && gg.Status().IsLeader() {
+				node, g = n, gg
+				break
+			}
+		}
+		if g == nil {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		epoch := c.Epoch(node)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := g.Propose(ctx, consensustest.Append(key, val))
+		cancel()
+		crashed := c.Epoch(node) != epoch
+		log.mu.Lock()
+		switch {
+		case err == nil && !crashed:
+			log.acked[val] = fmt.Sprintf("%d/%s", id, key)
+		case err != nil && !crashed && definitelyNotApplied(err):
+			log.failed[val] = true
+		default:
+			log.unknown++
+		}
+		log.mu.Unlock()
+	}
+}
+
+// checkAppends verifies, on every node, that each acknowledged append is
+// in its list exactly once, no value is in any list twice, and no append
+// that provably failed was applied; and that the replicas' states agree.
+func checkAppends(t *testing.T, c *consensustest.Cluster, groups []consensus.GroupID, log *appendLog) {
+	t.Helper()
+	for _, id := range groups {
+		c.CheckStateAgrees(id)
+		if err := c.KV(1, id).Err(); err != nil {
+			t.Fatalf("group %d: %v", id, err)
+		}
+	}
+	found := map[string]string{}
+	for _, id := range groups {
+		for k := range 4 {
+			key := fmt.Sprintf("k%d", k)
+			list, err := c.KV(1, id).List(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range list {
+				where := fmt.Sprintf("%d/%s", id, key)
+				if prev, dup := found[v]; dup {
+					t.Fatalf("%s applied twice (%s and %s)", v, prev, where)
+				}
+				found[v] = where
+				if log.failed[v] {
+					t.Fatalf("%s was refused but applied in %s", v, where)
+				}
+			}
+		}
+	}
+	for v, where := range log.acked {
+		if found[v] != where {
+			t.Fatalf("acknowledged append %s to %s lost (found in %q)", v, where, found[v])
+		}
+	}
+	t.Logf("%d appends acknowledged, %d refused, %d unknown; %d in the lists", len(log.acked), len(log.failed), log.unknown, len(found))
+}
+
+// TestCrashRecovery crashes random sets of nodes (one, two, or all four at
+// the same instant) while clients append to two groups, and restarts them
+// from what their disks kept. Logs are truncated often, so replicas also
+// catch up from snapshots and some crashes hit installations. After
+// recovery no acknowledged append is lost, none is applied twice, and the
+// replicas' states are identical.
+func TestCrashRecovery(t *testing.T) {
+	c, _ := crashHarness(t, 4, func(cfg *Config) {
+		cfg.LogTruncateEntries, cfg.LogRetainEntries = 40, 5
+	})
+	groups := []consensus.GroupID{1, 2}
+	for _, id := range groups {
+		c.StartGroup(id, c.Members())
+	}
+	rng := rand.New(rand.NewSource(c.Seed() + 1))
+	log := newAppendLog()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for cl := range 4 {
+		seed := rng.Int63()
+		wg.Go(func() { runAppends(c, groups, cl, seed, log, stop) })
+	}
+	nodes := []int{1, 2, 3, 4}
+	rounds := crashRounds(8)
+	for r := range rounds {
+		time.Sleep(time.Duration(20+rng.Intn(150)) * time.Millisecond)
+		var victims []int
+		switch x := rng.Intn(4); {
+		case x < 2:
+			victims = []int{nodes[rng.Intn(4)]}
+		case x == 2:
+			p := rng.Perm(4)
+			victims = []int{nodes[p[0]], nodes[p[1]]}
+		default:
+			victims = nodes
+		}
+		t.Logf("round %d: crash %v", r, victims)
+		c.Crash(victims...)
+		time.Sleep(time.Duration(rng.Intn(100)) * time.Millisecond)
+		for _, v := range victims {
+			c.StartNode(v, groups...)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	checkAppends(t, c, groups, log)
+}
+
+// TestCrashDuringSnapshotInstall crashes a follower at each point of a
+// snapshot installation (after each staged span is ingested, and just
+// before the batch that completes it) and restarts it from what its disk
+// kept: the installation completes on restart and the follower's state
+// matches the others'.
+func TestCrashDuringSnapshotInstall(t *testing.T) {
+	points := []struct {
+		name string
+		span int // -1: before the completing batch
+	}{{"after span 0", 0}, {"after span 1", 1}, {"before commit", -1}}
+	for _, p := range points {
+		t.Run(p.name, func(t *testing.T) {
+			var armed atomic.Bool
+			hit := make(chan []*vfs.MemFS, 1)
+			var c *consensustest.Cluster
+			const follower = 4
+			crash := func() error {
+				if !armed.CompareAndSwap(true, false) {
+					return nil
+				}
+				hit <- c.CrashPoint(follower)
+				return errors.New("injected crash")
+			}
+			c, _ = crashHarness(t, 4, func(cfg *Config) {
+				cfg.LogTruncateEntries, cfg.LogRetainEntries = 20, 5
+				if cfg.NodeID != follower {
+					return
+				}
+				cfg.TestingKnobs.AfterSnapshotSpan = func(_ consensus.GroupID, span int) error {
+					if span == p.span {
+						return crash()
+					}
+					return nil
+				}
+				cfg.TestingKnobs.BeforeInstallCommit = func(consensus.GroupID) error {
+					if p.span == -1 {
+						return crash()
+					}
+					return nil
+				}
+			})
+			c.StartGroup(1, c.Members())
+			c.MustPropose(1, consensustest.Put("first", "1"))
+			c.Crash(follower)
+			rest := []int{1, 2, 3}
+			for i := range 60 {
+				mustProposeAmong(t, c, 1, rest, consensustest.Put(fmt.Sprintf("k%d", i), fmt.Sprint(i)))
+			}
+			leader := waitLeader(t, c, 1, rest...)
+			eventually(t, waitTimeout, func() error {
+				if first := firstLogIndex(t, c.Store(leader), 1); first < 10 {
+					mustProposeAmong(t, c, 1, rest, consensustest.Put("filler", "x"))
+					return fmt.Errorf("leader log still starts at %d", first)
+				}
+				return nil
+			})
+			armed.Store(true)
+			c.StartNode(follower, 1)
+			var clone []*vfs.MemFS
+			select {
+			case clone = <-hit:
+			case <-time.After(waitTimeout):
+				t.Fatal("the follower never installed a snapshot")
+			}
+			c.StopNode(follower)
+			c.ReplaceFS(follower, clone[0])
+			c.StartNode(follower, 1)
+			if m, err := rawEngine(c, follower).loadInstall(1); err != nil || m != nil {
+				t.Fatalf("install record after restart: %v %v", m, err)
+			}
+			c.MustPropose(1, consensustest.Put("last", "1"))
+			c.CheckStateAgrees(1)
+			for i := range 60 {
+				if v, ok := readOn(t, c, follower, 1, fmt.Sprintf("k%d", i)); !ok || v != fmt.Sprint(i) {
+					t.Fatalf("k%d = %q %v", i, v, ok)
+				}
+			}
+		})
+	}
+}
