@@ -165,6 +165,11 @@ type Status struct {
 	// Progress is the leader's view of each member's replication progress
 	// (match index), empty on followers.
 	Progress map[ReplicaID]uint64
+	// Err is set once the replica stopped on a failure it cannot continue
+	// past (an I/O error, a committed entry it cannot apply): it serves
+	// nothing more, and its state may be behind or unusable, until it is
+	// restarted or replaced.
+	Err error
 }
 
 // IsLeader reports whether the replica reporting s leads its group.

@@ -327,12 +327,12 @@ func (g *group) TransferLeadership(ctx context.Context, target consensus.Replica
 
 func (g *group) Status() consensus.Status {
 	g.mu.Lock()
-	applied := g.mu.applied
+	applied, err := g.mu.applied, g.mu.err
 	g.mu.Unlock()
 	return consensus.Status{
 		ID: g.id, ReplicaID: g.replicaID, Leader: g.replicaID, LeaderNode: g.engine.cfg.NodeID,
 		Term: 1, Commit: applied, Applied: applied, Members: append([]consensus.Replica(nil), g.members...),
-		Progress: map[consensus.ReplicaID]uint64{g.replicaID: applied},
+		Progress: map[consensus.ReplicaID]uint64{g.replicaID: applied}, Err: err,
 	}
 }
 

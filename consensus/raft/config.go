@@ -98,6 +98,14 @@ type Config struct {
 	// MaxInboxMessages bounds the raft messages queued for one group between
 	// two cycles; more are dropped (raft retransmits). Default 4096.
 	MaxInboxMessages int
+	// MaxInboxBytes bounds the encoded bytes of those messages, so a peer
+	// sending large appends faster than the group runs cannot fill memory.
+	// Default 64 MiB.
+	MaxInboxBytes int
+	// SendQueueBytes bounds the encoded bytes queued for one peer node;
+	// more are dropped and reported unreachable, as with
+	// SendQueueMessages. Default 64 MiB.
+	SendQueueBytes int
 	// SendQueueMessages bounds the messages queued for one peer node; more
 	// are dropped and the peer reported unreachable to raft. Default 16384.
 	SendQueueMessages int
@@ -139,6 +147,10 @@ type TestingKnobs struct {
 	// a snapshot installation commits; an error aborts the installation
 	// there, as a crash would.
 	BeforeInstallCommit func(group consensus.GroupID) error
+	// ApplyFilter, when set, runs before a group applies committed
+	// entries up to index; an error fails the apply as an I/O error would,
+	// which stops the replica (tests of failed replicas).
+	ApplyFilter func(group consensus.GroupID, index uint64) error
 	// DisableAdmission steps inbound messages into raft without the
 	// checks of admit (inbound.go), to test the recovery from raft panics.
 	DisableAdmission bool
@@ -200,6 +212,12 @@ func (c *Config) SetDefaults() {
 	if c.SendQueueMessages == 0 {
 		c.SendQueueMessages = 16384
 	}
+	if c.MaxInboxBytes == 0 {
+		c.MaxInboxBytes = 64 << 20
+	}
+	if c.SendQueueBytes == 0 {
+		c.SendQueueBytes = 64 << 20
+	}
 	if c.DialOptions == nil {
 		c.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
@@ -248,8 +266,8 @@ func (c *Config) Validate() error {
 	if c.Workers <= 0 {
 		add("workers %d must be positive", c.Workers)
 	}
-	if c.MaxInboxMessages <= 0 || c.SendQueueMessages <= 0 {
-		add("inbox %d and send queue %d sizes must be positive", c.MaxInboxMessages, c.SendQueueMessages)
+	if c.MaxInboxMessages <= 0 || c.SendQueueMessages <= 0 || c.MaxInboxBytes <= 0 || c.SendQueueBytes <= 0 {
+		add("inbox (%d messages, %d bytes) and send queue (%d messages, %d bytes) bounds must be positive", c.MaxInboxMessages, c.MaxInboxBytes, c.SendQueueMessages, c.SendQueueBytes)
 	}
 	if c.ReconnectBackoff <= 0 || c.MaxReconnectBackoff < c.ReconnectBackoff {
 		add("reconnect backoff %v..%v is invalid", c.ReconnectBackoff, c.MaxReconnectBackoff)

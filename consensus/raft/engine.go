@@ -539,16 +539,21 @@ func (e *Engine) HandleMessages(from consensus.NodeID, msgs []*transportpb.RaftM
 			e.cfg.Logger.Debug("dropped malformed message", "node", uint64(from), "group", rm.GetGroup(), "err", err)
 			continue
 		}
-		g.deliver(inMsg{m: m, from: from})
+		g.deliver(inMsg{m: m, from: from, size: len(rm.GetMessage())})
 	}
 }
 
 func (g *group) deliver(m inMsg) {
 	g.mu.Lock()
-	if g.mu.stopped || len(g.mu.inbox.msgs) >= g.e.cfg.MaxInboxMessages {
+	if g.mu.stopped || len(g.mu.inbox.msgs) >= g.e.cfg.MaxInboxMessages ||
+		(len(g.mu.inbox.msgs) > 0 && g.mu.inbox.bytes+m.size > g.e.cfg.MaxInboxBytes) {
+		// Dropped: raft retransmits what matters. One message is always
+		// taken, however large, so an append bigger than the bound still
+		// gets through.
 		g.mu.Unlock()
 		return
 	}
+	g.mu.inbox.bytes += m.size
 	g.mu.inbox.msgs = append(g.mu.inbox.msgs, m)
 	wake := !g.mu.queued
 	g.mu.queued = true

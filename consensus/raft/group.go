@@ -82,6 +82,7 @@ func (r *request) finish(v any, err error) {
 type inMsg struct {
 	m    *pb.Message
 	from consensus.NodeID
+	size int // encoded bytes
 }
 
 type snapStatus struct {
@@ -92,6 +93,7 @@ type snapStatus struct {
 // inbox is what other goroutines hand to a group between two cycles.
 type inbox struct {
 	msgs        []inMsg
+	bytes       int // encoded bytes of msgs
 	ticks       int
 	requests    []*request
 	snapStatus  []snapStatus
@@ -145,6 +147,11 @@ type group struct {
 	commit    uint64
 	ticks     uint64
 	lastHeard map[uint64]uint64 // replica -> tick of its last message
+	// leaderContact is the tick this replica last heard from its leader
+	// (or led).
+	leaderContact uint64
+	// ledUntil is the tick this replica last led at (0 if never).
+	ledUntil uint64
 	// proposals are proposed (and, after the Ready that appended them,
 	// indexed) commands and membership changes, by proposal id.
 	proposals map[uint64]*request

@@ -57,8 +57,9 @@ type peer struct {
 
 	mu struct {
 		sync.Mutex
-		queue []*transportpb.RaftMessage
-		conn  *grpc.ClientConn
+		queue      []*transportpb.RaftMessage
+		queueBytes int // encoded bytes of queue
+		conn       *grpc.ClientConn
 	}
 }
 
@@ -86,11 +87,17 @@ func (t *grpcTransport) Send(to consensus.NodeID, msgs []*transportpb.RaftMessag
 	p.mu.Lock()
 	room := t.cfg.SendQueueMessages - len(p.mu.queue)
 	var dropped []*transportpb.RaftMessage
-	if room < len(msgs) {
-		dropped = msgs[max(room, 0):]
-		msgs = msgs[:max(room, 0)]
+	n := 0
+	for n < len(msgs) && n < room {
+		size := len(msgs[n].GetMessage())
+		if len(p.mu.queue) > 0 && p.mu.queueBytes+size > t.cfg.SendQueueBytes {
+			break // one message always fits, however large
+		}
+		p.mu.queue = append(p.mu.queue, msgs[n])
+		p.mu.queueBytes += size
+		n++
 	}
-	p.mu.queue = append(p.mu.queue, msgs...)
+	dropped = msgs[n:]
 	p.mu.Unlock()
 	if len(dropped) > 0 {
 		t.h.ReportUnreachable(to, dropped)
@@ -104,10 +111,13 @@ func (t *grpcTransport) Send(to consensus.NodeID, msgs []*transportpb.RaftMessag
 // conn returns the peer's client connection, dialling it if needed.
 func (p *peer) conn() (*grpc.ClientConn, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.conn != nil {
-		return p.mu.conn, nil
+	if c := p.mu.conn; c != nil {
+		p.mu.Unlock()
+		return c, nil
 	}
+	p.mu.Unlock()
+	// Resolve and dial without p.mu: Send takes it from the scheduler,
+	// which must never wait on a slow resolver.
 	addr, err := p.t.cfg.Resolver(p.node)
 	if err != nil {
 		return nil, fmt.Errorf("resolve node %d: %w", p.node, err)
@@ -115,6 +125,13 @@ func (p *peer) conn() (*grpc.ClientConn, error) {
 	c, err := grpc.NewClient(addr, p.t.cfg.DialOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("dial node %d at %s: %w", p.node, addr, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.conn != nil {
+		// Another caller (a snapshot send) dialled meanwhile.
+		_ = c.Close()
+		return p.mu.conn, nil
 	}
 	p.mu.conn = c
 	return c, nil
@@ -136,7 +153,7 @@ func (p *peer) take() []*transportpb.RaftMessage {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.mu.queue
-	p.mu.queue = nil
+	p.mu.queue, p.mu.queueBytes = nil, 0
 	return q
 }
 

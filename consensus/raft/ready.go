@@ -96,10 +96,16 @@ func (g *group) prepare() (w *groupWork) {
 		}
 		g.lastHeard[im.m.GetFrom()] = g.ticks
 		g.stepRemote(im)
+		if im.m.GetFrom() == g.lead || im.m.GetFrom() == g.rn.BasicStatus().Lead {
+			g.leaderContact = g.ticks
+		}
 	}
 	for range in.ticks {
 		g.rn.Tick()
 		g.ticks++
+	}
+	if g.raftState == etcdraft.StateLeader {
+		g.leaderContact, g.ledUntil = g.ticks, g.ticks
 	}
 	for _, s := range in.snapStatus {
 		delete(g.snapSending, s.replica)
@@ -360,6 +366,11 @@ func (g *group) applyEntries(w *groupWork, ents []*pb.Entry) error {
 	if wasJoint && !isJoint(st.confState) {
 		w.leftJoint = true
 	}
+	if k := g.e.cfg.TestingKnobs; k != nil && k.ApplyFilter != nil {
+		if err := k.ApplyFilter(g.id, ents[len(ents)-1].GetIndex()); err != nil {
+			return fmt.Errorf("apply entries %d..%d: %w", ents[0].GetIndex(), ents[len(ents)-1].GetIndex(), err)
+		}
+	}
 	b := g.e.cfg.Storage.NewBatch()
 	w.applyBatch = b
 	results, err := g.sm.Apply(b, entries)
@@ -558,6 +569,7 @@ func (g *group) finishStop(in inbox) {
 	g.mu.stopped = true
 	if g.failed != nil && g.mu.err == nil {
 		g.mu.err = g.failed
+		g.mu.status.Err = g.failed
 	}
 	rest := g.mu.inbox
 	g.mu.inbox = inbox{}

@@ -240,26 +240,35 @@ func (g *group) failForQuorum() {
 // quorumLost reports whether this replica has evidence that its group
 // cannot commit anything now: as leader, it has not heard from a quorum of
 // voters within an election timeout (raft's CheckQuorum will depose it);
-// without a known leader, fewer than a quorum of voters (itself included)
-// sent it anything within an election timeout although it has been
-// running for two. Candidates exchange (pre-)votes with every live
-// voter, so during an ordinary election after one failure a quorum is
-// heard from and requests wait for the new leader; with two of four
-// replicas gone they fail fast. A follower that heard from its leader
-// within an election timeout never reports a loss: the leader decides (and
-// one that has not will campaign soon anyway).
+// otherwise, it has heard from no leader for two election timeouts and
+// from fewer than a quorum of voters (itself included) within the last
+// one. By then every live voter has timed out and sent it a pre-vote, so
+// during an ordinary election after one failure a quorum is heard from
+// and requests wait for the new leader, while with two of four replicas
+// gone they fail fast.
 func (g *group) quorumLost() bool { return g.quorumLostFor(uint64(g.e.cfg.ElectionTicks)) }
 
 // quorumLostFor is quorumLost with window ticks in place of an election
 // timeout.
 func (g *group) quorumLostFor(window uint64) bool {
+	et := uint64(g.e.cfg.ElectionTicks)
 	switch {
 	case g.raftState == etcdraft.StateLeader:
 		return !g.quorumHeardWithin(window)
-	case g.lead != etcdraft.None && g.ticks-g.lastHeard[g.lead] <= window:
-		return false
-	case g.ticks < 2*uint64(g.e.cfg.ElectionTicks):
+	case g.ticks < 2*et:
 		// Just started: peers may still be reconnecting to this node.
+		return false
+	case g.ticks-g.ledUntil <= et:
+		// It led until recently: its followers answered every heartbeat,
+		// so who it heard from is exactly who is alive (raft's
+		// CheckQuorum deposed it for hearing from too few).
+		return !g.quorumHeardWithin(window)
+	case g.ticks-g.leaderContact < 2*et:
+		// A leader was heard within two election timeouts: an election
+		// may be under way, and followers still within their leader's
+		// lease ignore pre-votes without answering, so silence proves
+		// nothing yet. Two timeouts after the last contact every live
+		// voter has timed out and sent this replica its pre-vote.
 		return false
 	}
 	return !g.quorumHeardWithin(window)
