@@ -107,6 +107,9 @@ func (s *Server) Split(ctx context.Context, req *adminpb.SplitRequest) (*adminpb
 		return nil, err
 	}
 	d := st.Partition(req.GetPartition())
+	if m := s.cfg.MaxPartitionsPerTable; m > 0 && len(st.Ring(t.ID).Partitions()) >= m {
+		return nil, status.Errorf(codes.FailedPrecondition, "table %s has %d physical partitions, the maximum (max_partitions_per_table)", t.QualifiedName(), len(st.Ring(t.ID).Partitions()))
+	}
 	op := &placement.Operation{Kind: placement.KindSplit, Table: t.ID, Partition: d.GetId(), Reason: "requested by an operator"}
 	switch {
 	case req.GetHasAt() && len(req.GetKey()) > 0:
@@ -337,6 +340,9 @@ func logicalPB(t *schema.Table, pk []byte, token, bytes, rows int64, ru float64)
 func (s *Server) SetThroughput(ctx context.Context, req *adminpb.SetThroughputRequest) (*adminpb.SetThroughputResponse, error) {
 	if req.GetRuPerSec() < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "throughput %d must not be negative", req.GetRuPerSec())
+	}
+	if m := s.cfg.MaxProvisionedThroughput; m > 0 && req.GetRuPerSec() > m {
+		return nil, status.Errorf(codes.InvalidArgument, "throughput %d RU/s exceeds the maximum of %d RU/s (max_provisioned_throughput)", req.GetRuPerSec(), m)
 	}
 	if s.cfg.Catalog == nil {
 		return nil, status.Error(codes.Unimplemented, "this node cannot change the catalog")

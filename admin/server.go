@@ -32,6 +32,12 @@ type Config struct {
 	Catalog *cluster.Catalog
 	// PhysicalPartitionMaxRU is the most RU/s one partition may be given.
 	PhysicalPartitionMaxRU int64
+	// MaxProvisionedThroughput is the most RU/s SetThroughput accepts for
+	// a table or keyspace; 0 means no limit.
+	MaxProvisionedThroughput int64
+	// MaxPartitionsPerTable refuses operator splits of a table that has
+	// this many physical partitions already; 0 means no limit.
+	MaxPartitionsPerTable int
 	// NodeTimeout bounds the wait for one node's answer. Default 3s.
 	NodeTimeout time.Duration
 	Logger      *slog.Logger
@@ -112,6 +118,9 @@ func (s *Server) ListNodes(ctx context.Context, _ *adminpb.ListNodesRequest) (*a
 				n.Replicas++
 				if r.GetLeader() {
 					n.Leaders++
+				}
+				if r.GetFailed() != "" {
+					n.FailedReplicas++
 				}
 				n.Bytes += r.GetBytes()
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -46,6 +47,7 @@ type EmbeddedConfig struct {
 type Embedded struct {
 	etcd      *embed.Etcd
 	endpoints []string
+	closeOnce sync.Once
 }
 
 // StartEmbedded starts an embedded single-member etcd and waits until it
@@ -147,9 +149,10 @@ func (e *Embedded) Endpoints() []string { return e.endpoints }
 // Err reports a fatal error of the running server.
 func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
 
-// Close stops the server. Safe to call twice.
+// Close stops the server. Safe to call twice (embed.Etcd.Close is not: it
+// panics closing a closed channel).
 func (e *Embedded) Close() {
 	if e != nil && e.etcd != nil {
-		e.etcd.Close()
+		e.closeOnce.Do(e.etcd.Close)
 	}
 }

@@ -275,37 +275,14 @@ func (m *Meta) buildMembers() map[uint64]*Member {
 	return out
 }
 
+// run follows etcd until ctx ends. Every wait in it also waits for ctx, so
+// it returns promptly on Close whatever etcd does: Node.Close joins it, and a
+// loop that outlived its context (etcd gone, a watch channel that never
+// closes) would hold the node's shutdown forever.
 func (m *Meta) run(ctx context.Context, rev int64) {
 	defer close(m.done)
 	for ctx.Err() == nil {
-		wch := m.cli.Watch(clientv3.WithRequireLeader(ctx), m.k.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-		for resp := range wch {
-			if err := resp.Err(); err != nil {
-				m.logger.Warn("metadata watch failed", "err", err, "revision", rev)
-				if resp.CompactRevision != 0 || errors.Is(err, context.Canceled) {
-					break
-				}
-				continue
-			}
-			var c, r, n bool
-			for _, ev := range resp.Events {
-				var c1, r1, n1 bool
-				if ev.Type == mvccpb.DELETE {
-					c1, r1, n1 = m.del(string(ev.Kv.Key))
-				} else {
-					c1, r1, n1 = m.put(string(ev.Kv.Key), ev.Kv.Value)
-				}
-				c, r, n = c || c1, r || r1, n || n1
-			}
-			// Events of one revision never span responses, so each
-			// response publishes whole transactions.
-			if resp.Header.Revision > rev {
-				rev = resp.Header.Revision
-			}
-			if err := m.publish(rev, c, r, n); err != nil {
-				m.logger.Error("publish metadata", "err", err)
-			}
-		}
+		rev = m.follow(ctx, rev)
 		if ctx.Err() != nil {
 			return
 		}
@@ -320,10 +297,61 @@ func (m *Meta) run(ctx context.Context, rev int64) {
 				break
 			}
 			m.logger.Warn("reload metadata", "err", err)
+			t := time.NewTimer(time.Second)
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Second):
+			case <-t.C:
 			}
+			t.Stop()
+		}
+	}
+}
+
+// follow watches the prefix from rev+1 and publishes what it sees until the
+// watch ends or ctx does; it returns the last revision published. The watch
+// has a context of its own, canceled on return, so that a watch left behind
+// (compaction, ctx canceled while the client still retries its stream) is
+// released in the client too. follow does not rely on the client closing
+// the channel on cancellation: it selects on ctx itself.
+func (m *Meta) follow(ctx context.Context, rev int64) int64 {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := m.cli.Watch(wctx, m.k.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	for {
+		var resp clientv3.WatchResponse
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return rev
+		case resp, ok = <-wch:
+		}
+		if !ok {
+			return rev
+		}
+		if err := resp.Err(); err != nil {
+			m.logger.Warn("metadata watch failed", "err", err, "revision", rev)
+			if resp.CompactRevision != 0 || errors.Is(err, context.Canceled) {
+				return rev
+			}
+			continue
+		}
+		var c, r, n bool
+		for _, ev := range resp.Events {
+			var c1, r1, n1 bool
+			if ev.Type == mvccpb.DELETE {
+				c1, r1, n1 = m.del(string(ev.Kv.Key))
+			} else {
+				c1, r1, n1 = m.put(string(ev.Kv.Key), ev.Kv.Value)
+			}
+			c, r, n = c || c1, r || r1, n || n1
+		}
+		// Events of one revision never span responses, so each
+		// response publishes whole transactions.
+		if resp.Header.Revision > rev {
+			rev = resp.Header.Revision
+		}
+		if err := m.publish(rev, c, r, n); err != nil {
+			m.logger.Error("publish metadata", "err", err)
 		}
 	}
 }
@@ -367,10 +395,21 @@ func (m *Meta) WaitRevision(ctx context.Context, rev int64) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for metadata revision %d (at %d): %w", rev, m.State().Revision, ctx.Err())
+		case <-m.done:
+			// Closed: the revision can never arrive. Returning here keeps
+			// a caller without a deadline (a catalog change on the
+			// shutdown path) from waiting forever.
+			if m.State().Revision >= rev {
+				return nil
+			}
+			return fmt.Errorf("wait for metadata revision %d (at %d): %w", rev, m.State().Revision, ErrMetaClosed)
 		case <-ch:
 		}
 	}
 }
+
+// ErrMetaClosed reports a wait on a Meta that was closed.
+var ErrMetaClosed = errors.New("cluster: metadata view closed")
 
 // Close stops following. Safe to call twice.
 func (m *Meta) Close() {

@@ -125,8 +125,19 @@ func (r *Registration) run(ctx context.Context, ka <-chan *clientv3.LeaseKeepAli
 	defer close(r.done)
 	backoff := 100 * time.Millisecond
 	for {
-		for range ka {
-			backoff = 100 * time.Millisecond
+		// The client closes ka when ctx ends; selecting on ctx too keeps
+		// this loop from depending on that.
+	renew:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-ka:
+				if !ok {
+					break renew
+				}
+				backoff = 100 * time.Millisecond
+			}
 		}
 		if ctx.Err() != nil {
 			return
@@ -144,10 +155,12 @@ func (r *Registration) run(ctx context.Context, ka <-chan *clientv3.LeaseKeepAli
 				return
 			}
 			r.logger.Warn("register node", "err", err)
+			t := time.NewTimer(backoff)
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-time.After(backoff):
+			case <-t.C:
 			}
 			backoff = min(2*backoff, 5*time.Second)
 		}
@@ -168,7 +181,10 @@ func (r *Registration) Update(ctx context.Context, info NodeInfo) error {
 	return err
 }
 
-// Close revokes the lease so the node disappears at once. Safe to call twice.
+// Close stops renewing and revokes the lease so the node disappears at once.
+// It returns by ctx's end whatever etcd does: with etcd gone the revoke
+// fails and the registration disappears when its lease expires instead.
+// Safe to call twice.
 func (r *Registration) Close(ctx context.Context) error {
 	if r.cancel == nil {
 		return nil
@@ -181,9 +197,22 @@ func (r *Registration) Close(ctx context.Context) error {
 	r.mu.Unlock()
 	var err error
 	if lease != 0 {
-		_, err = r.cli.Revoke(ctx, lease)
+		if _, rerr := r.cli.Revoke(ctx, lease); rerr != nil {
+			err = fmt.Errorf("revoke registration lease: %w", rerr)
+		}
 	}
-	<-r.done
+	select {
+	case <-r.done:
+		return err
+	default:
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		// The renewal loop ends on its canceled context; it is only
+		// not joined here.
+		err = errors.Join(err, fmt.Errorf("registration loop still running: %w", ctx.Err()))
+	}
 	return err
 }
 

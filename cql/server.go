@@ -3,7 +3,9 @@ package cql
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,11 +34,54 @@ type Config struct {
 	MaxRequestsPerConnection int
 	// RequestTimeout bounds one request. Default 10s.
 	RequestTimeout time.Duration
+	// MaxConnections bounds the client connections of this server.
+	// Default 4096.
+	MaxConnections int
+	// MaxConnectionsPerClient bounds the connections from one remote IP
+	// address, so that one misbehaving client (a connection leak, a pool
+	// sized per thread) cannot take every slot. Default 512.
+	MaxConnectionsPerClient int
+	// IdleTimeout closes a connection from which no frame was read for
+	// this long. 0 disables it. Drivers send an OPTIONS heartbeat on idle
+	// connections (gocql every 5s, the DataStax drivers every 30s), so a
+	// timeout well above that only closes connections whose client is gone
+	// without a FIN (a host that crashed or was cut off).
+	IdleTimeout time.Duration
 	// Observe, when set, is told about every request (opcode name, request
 	// units charged, and the CQL error code when it failed), for metrics.
 	Observe func(op string, charge float64, errCode int32, failed bool)
 	Logger  *slog.Logger
+	// Knobs are test hooks; nil in production.
+	Knobs *TestingKnobs
 }
+
+// TestingKnobs are hooks for tests.
+type TestingKnobs struct {
+	// BeforeRequest runs on the request's goroutine before a QUERY,
+	// PREPARE, EXECUTE or BATCH is executed (a panic in it is handled as
+	// one in the executor would be).
+	BeforeRequest func(frame.Request)
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxConnections          = 4096
+	DefaultMaxConnectionsPerClient = 512
+)
+
+// maxPendingRejections bounds the connections over a limit that are kept
+// open to be told why (OVERLOADED on their STARTUP, see reject). Beyond it a
+// connection over a limit is closed at once, so a connection flood cannot
+// make the server hold unbounded goroutines and sockets.
+const maxPendingRejections = 64
+
+// rejectTimeout bounds how long a connection over a limit may take to send
+// its requests before it is closed without an answer.
+const rejectTimeout = 5 * time.Second
+
+// rejectMaxFrame bounds the frames read from a connection over a limit:
+// STARTUP and OPTIONS are a few hundred bytes.
+const rejectMaxFrame = 64 << 10
 
 // Server is a CQL native protocol server. Safe for concurrent use.
 type Server struct {
@@ -44,9 +89,14 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		ln       net.Listener
-		conns    map[*conn]struct{}
-		draining bool
+		ln    net.Listener
+		conns map[*conn]struct{}
+		// perClient counts the connections in conns by remote IP.
+		perClient map[string]int
+		// rejecting holds connections over a limit that wait for their
+		// first request to be answered OVERLOADED.
+		rejecting map[net.Conn]struct{}
+		draining  bool
 	}
 	wg sync.WaitGroup // connection goroutines
 }
@@ -62,12 +112,54 @@ func NewServer(cfg Config) *Server {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxConnectionsPerClient <= 0 {
+		cfg.MaxConnectionsPerClient = DefaultMaxConnectionsPerClient
+	}
+	if cfg.IdleTimeout < 0 {
+		cfg.IdleTimeout = 0
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg}
 	s.mu.conns = map[*conn]struct{}{}
+	s.mu.perClient = map[string]int{}
+	s.mu.rejecting = map[net.Conn]struct{}{}
 	return s
+}
+
+// NumConns returns the number of client connections being served (those
+// refused over a limit excluded).
+func (s *Server) NumConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.conns)
+}
+
+// clientOf returns the remote IP address of a connection, the key of the
+// per-client limit.
+func clientOf(nc net.Conn) string {
+	addr := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+// overLimitLocked returns why a new connection from client is refused, or
+// "" when it may be served.
+func (s *Server) overLimitLocked(client string) string {
+	if n := len(s.mu.conns); n >= s.cfg.MaxConnections {
+		return fmt.Sprintf("too many connections: this node serves at most %d client connections (max_connections)", s.cfg.MaxConnections)
+	}
+	if s.mu.perClient[client] >= s.cfg.MaxConnectionsPerClient {
+		return fmt.Sprintf("too many connections from %s: this node serves at most %d connections per client address (max_connections_per_client)",
+			client, s.cfg.MaxConnectionsPerClient)
+	}
+	return ""
 }
 
 // Serve accepts connections on ln until Shutdown. It returns nil after a
@@ -99,14 +191,38 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		c := s.newConn(nc)
+		client := clientOf(nc)
 		s.mu.Lock()
 		if s.mu.draining {
 			s.mu.Unlock()
 			_ = nc.Close()
 			continue
 		}
+		if why := s.overLimitLocked(client); why != "" {
+			// The accept loop never waits on a refused client: it is
+			// answered on a goroutine of its own, or closed at once
+			// when too many are already waiting.
+			if len(s.mu.rejecting) >= maxPendingRejections {
+				s.mu.Unlock()
+				_ = nc.Close()
+				continue
+			}
+			s.mu.rejecting[nc] = struct{}{}
+			s.mu.Unlock()
+			s.cfg.Logger.Debug("refusing connection", "remote", nc.RemoteAddr().String(), "reason", why)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.reject(nc, why)
+				s.mu.Lock()
+				delete(s.mu.rejecting, nc)
+				s.mu.Unlock()
+			}()
+			continue
+		}
+		c := s.newConn(nc)
 		s.mu.conns[c] = struct{}{}
+		s.mu.perClient[client]++
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -114,9 +230,51 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.serve()
 			s.mu.Lock()
 			delete(s.mu.conns, c)
+			if s.mu.perClient[client]--; s.mu.perClient[client] <= 0 {
+				delete(s.mu.perClient, client)
+			}
 			s.mu.Unlock()
 		}()
 	}
+}
+
+// reject refuses a connection over a limit: it answers its first request
+// other than OPTIONS (STARTUP, normally) with OVERLOADED, naming the limit,
+// and closes it. OPTIONS is answered as usual first: gocql reports an
+// error answer to OPTIONS only as "Unknown type of response to startup
+// frame", while it returns the error answering STARTUP as is, so the user
+// sees why (the Python driver reports either). Only well-formed v4 frames
+// are answered; anything else is just closed.
+func (s *Server) reject(nc net.Conn, why string) {
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(rejectTimeout))
+	for range 2 {
+		f, err := frame.ReadFrame(nc, rejectMaxFrame, nil)
+		if err != nil {
+			return
+		}
+		var resp frame.Response = &frame.Error{Code: frame.CodeOverloaded, Message: why}
+		if f.Header.Opcode == frame.OpOptions {
+			resp = supported()
+		}
+		buf, err := frame.AppendResponse(nil, frame.Header{Stream: f.Header.Stream}, nil, nil, resp)
+		if err != nil {
+			return
+		}
+		if _, err := nc.Write(buf); err != nil {
+			return
+		}
+		if f.Header.Opcode != frame.OpOptions {
+			return
+		}
+	}
+}
+
+// supported is the answer to OPTIONS.
+func supported() *frame.Supported {
+	return &frame.Supported{Options: map[string][]string{
+		"CQL_VERSION": {"3.4.4"}, "COMPRESSION": frame.SupportedCompressions(), "PROTOCOL_VERSIONS": {"4/v4"},
+	}}
 }
 
 // Shutdown stops accepting connections, stops reading new requests, waits
@@ -129,6 +287,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	conns := make([]*conn, 0, len(s.mu.conns))
 	for c := range s.mu.conns {
 		conns = append(conns, c)
+	}
+	for nc := range s.mu.rejecting {
+		_ = nc.Close()
 	}
 	s.mu.Unlock()
 	if ln != nil {
@@ -198,12 +359,31 @@ func (s *Server) newConn(nc net.Conn) *conn {
 }
 
 // drain stops the reader; in-flight requests finish and then the
-// connection closes.
+// connection closes. The deadline is set under c.mu so that the reader,
+// which re-arms its idle deadline under c.mu too (armRead), cannot push it
+// back to the future after the drain.
 func (c *conn) drain() {
 	c.mu.Lock()
 	c.mu.draining = true
-	c.mu.Unlock()
 	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.mu.Unlock()
+}
+
+// armRead sets the read deadline for the next frame: IdleTimeout from now,
+// or none. It reports false when the connection is draining and must not
+// read anymore.
+func (c *conn) armRead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.draining {
+		return false
+	}
+	var deadline time.Time
+	if d := c.s.cfg.IdleTimeout; d > 0 {
+		deadline = time.Now().Add(d)
+	}
+	_ = c.nc.SetReadDeadline(deadline)
+	return true
 }
 
 func (c *conn) serve() {
@@ -231,11 +411,25 @@ func (c *conn) serve() {
 }
 
 func (c *conn) readLoop() {
+	// Handshake messages run on this goroutine: a bug there must not take
+	// the node down either. The connection's state may be inconsistent
+	// after it, so the connection is closed.
+	var cur frame.Header
+	defer func() {
+		if r := recover(); r != nil {
+			c.recovered(cur, r)
+		}
+	}()
 	for {
+		if !c.armRead() {
+			return
+		}
 		f, err := c.rd.ReadFrame()
 		if err != nil {
 			var uv *frame.UnsupportedVersionError
 			var tl *frame.FrameTooLargeError
+			var nl *frame.NegativeLengthError
+			var ne net.Error
 			switch {
 			case errors.As(err, &uv):
 				c.sendError(uv.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: uv.Error()})
@@ -244,15 +438,24 @@ func (c *conn) readLoop() {
 				c.sendError(tl.Stream, &frame.Error{Code: frame.CodeProtocolError,
 					Message: fmt.Sprintf("Request is too big: length %d exceeds maximum allowed length %d.", tl.Length, tl.Max)})
 				return
+			case errors.As(err, &nl):
+				// The body cannot be skipped: nothing after this header
+				// can be trusted to start a frame.
+				c.sendError(nl.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: nl.Error() + "; closing the connection"})
+				return
 			case errors.Is(err, frame.ErrMalformed):
 				c.sendError(f.Header.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: err.Error()})
 				continue
+			case errors.As(err, &ne) && ne.Timeout() && !c.isDraining():
+				c.logger.Debug("closing idle connection", "idle_timeout", c.s.cfg.IdleTimeout)
+				return
 			}
 			if !errors.Is(err, io.EOF) && !c.isDraining() {
 				c.logger.Debug("read frame", "err", err)
 			}
 			return
 		}
+		cur = f.Header
 		if !f.Header.Opcode.IsRequest() {
 			c.sendError(f.Header.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: fmt.Sprintf("Unexpected response opcode %s from client", f.Header.Opcode)})
 			continue
@@ -276,9 +479,7 @@ func (c *conn) isDraining() bool {
 func (c *conn) handle(h frame.Header, req frame.Request) {
 	switch r := req.(type) {
 	case *frame.Options:
-		c.send(h.Stream, nil, &frame.Supported{Options: map[string][]string{
-			"CQL_VERSION": {"3.4.4"}, "COMPRESSION": frame.SupportedCompressions(), "PROTOCOL_VERSIONS": {"4/v4"},
-		}}, false)
+		c.send(h.Stream, nil, supported(), false)
 		return
 	case *frame.Startup:
 		if c.started {
@@ -357,10 +558,12 @@ func (c *conn) run(h frame.Header, req frame.Request) {
 		// A bug in executing one request must not take the node down:
 		// the client gets a Server error and the connection goes on.
 		if r := recover(); r != nil {
-			c.logger.Error("request panicked", "opcode", h.Opcode.String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			c.sendError(h.Stream, &frame.Error{Code: frame.CodeServerError, Message: fmt.Sprintf("internal error: %v", r)})
+			c.recovered(h, r)
 		}
 	}()
+	if k := c.s.cfg.Knobs; k != nil && k.BeforeRequest != nil {
+		k.BeforeRequest(req)
+	}
 	ex := c.s.cfg.Executor
 	var res *exec.Result
 	var err error
@@ -414,6 +617,29 @@ func (c *conn) run(h frame.Header, req frame.Request) {
 		env = &frame.Envelope{CustomPayload: map[string][]byte{"RequestCharge": binary.BigEndian.AppendUint64(nil, math.Float64bits(res.Charge))}}
 	}
 	c.send(h.Stream, env, toFrameResult(res, skip), true)
+}
+
+// recovered reports a panic while serving the request with header h: the
+// client gets a Server error with a generic message and an incident id;
+// the panic value and the stack, which may hold user data and internals,
+// go only to the server log under that id.
+func (c *conn) recovered(h frame.Header, r any) {
+	id := incidentID()
+	c.logger.Error("request panicked", "incident", id, "opcode", h.Opcode.String(), "stream", h.Stream,
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	if obs := c.s.cfg.Observe; obs != nil {
+		obs(h.Opcode.String(), 0, int32(frame.CodeServerError), true)
+	}
+	c.sendError(h.Stream, &frame.Error{Code: frame.CodeServerError,
+		Message: fmt.Sprintf("Internal server error (incident %s); the details are in the server log", id)})
+}
+
+// incidentID returns a random id that ties an error sent to a client to
+// the server's log entry.
+func incidentID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func request(p frame.QueryParams) exec.Request {

@@ -173,19 +173,19 @@ func TestAgainstNode(t *testing.T) {
 		if len(lines) != 2 {
 			t.Fatalf("want header and one node, got:\n%s", out)
 		}
-		if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"ID", "NAME", "STATE", "CQL", "ADMIN", "ZONE/RACK", "REPLICAS", "LEADERS", "BYTES", "VERSION"}) {
+		if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"ID", "NAME", "STATE", "CQL", "ADMIN", "ZONE/RACK", "REPLICAS", "LEADERS", "FAILED", "BYTES", "VERSION"}) {
 			t.Fatalf("header %q", lines[0])
 		}
 		f := strings.Fields(lines[1])
-		if len(f) != 11 { // BYTES is "<n> <unit>"
+		if len(f) != 12 { // BYTES is "<n> <unit>"
 			t.Fatalf("row %q: %d fields", lines[1], len(f))
 		}
-		want := []string{strconv.FormatUint(c.Nodes[0].ID(), 10), "node-1", "up", cqlAddr, ep, "datacenter1/rack1", "2", "2"}
-		if !slices.Equal(f[:8], want) {
+		want := []string{strconv.FormatUint(c.Nodes[0].ID(), 10), "node-1", "up", cqlAddr, ep, "datacenter1/rack1", "2", "2", "0"}
+		if !slices.Equal(f[:9], want) {
 			t.Fatalf("row %q, want it to start with %q", lines[1], want)
 		}
-		if !regexp.MustCompile(`^[0-9.]+ (B|KiB|MiB)$`).MatchString(f[8] + " " + f[9]) {
-			t.Fatalf("bytes %q not human readable", f[8]+" "+f[9])
+		if !regexp.MustCompile(`^[0-9.]+ (B|KiB|MiB)$`).MatchString(f[9] + " " + f[10]) {
+			t.Fatalf("bytes %q not human readable", f[9]+" "+f[10])
 		}
 		t.Logf("nodes list:\n%s", out)
 	})

@@ -71,11 +71,13 @@ func nodeOperation(rpc func(ctx context.Context, admin adminpb.AdminClient, node
 
 // renderNodes prints the node table.
 func renderNodes(w io.Writer, nodes []*adminpb.Node) error {
-	t := newTable([]string{"ID", "NAME", "STATE", "CQL", "ADMIN", "ZONE/RACK", "REPLICAS", "LEADERS", "BYTES", "VERSION"},
-		"ID", "REPLICAS", "LEADERS", "BYTES")
+	// FAILED counts replicas that stopped on a failure and await their
+	// replacement; anything but 0 deserves a look at the node's log.
+	t := newTable([]string{"ID", "NAME", "STATE", "CQL", "ADMIN", "ZONE/RACK", "REPLICAS", "LEADERS", "FAILED", "BYTES", "VERSION"},
+		"ID", "REPLICAS", "LEADERS", "FAILED", "BYTES")
 	for _, n := range nodes {
 		t.row(n.GetId(), orDash(n.GetName()), orDash(n.GetState()), orDash(n.GetCqlAddr()), orDash(n.GetAdminAddr()),
-			location(n.GetLabels()), n.GetReplicas(), n.GetLeaders(), humanBytes(n.GetBytes()), orDash(n.GetVersion()))
+			location(n.GetLabels()), n.GetReplicas(), n.GetLeaders(), n.GetFailedReplicas(), humanBytes(n.GetBytes()), orDash(n.GetVersion()))
 	}
 	return t.render(w)
 }

@@ -81,7 +81,7 @@ func TestRenderRing(t *testing.T) {
 func TestRenderNodes(t *testing.T) {
 	nodes := []*adminpb.Node{
 		{Id: 1, Name: "node-1", State: "up", CqlAddr: "10.0.0.1:9042", AdminAddr: "10.0.0.1:7070",
-			Labels: map[string]string{"zone": "z1", "rack": "r1", "dc": "ignored"}, Replicas: 12, Leaders: 3, Bytes: 5 << 30, Version: "v1.0.0"},
+			Labels: map[string]string{"zone": "z1", "rack": "r1", "dc": "ignored"}, Replicas: 12, Leaders: 3, FailedReplicas: 1, Bytes: 5 << 30, Version: "v1.0.0"},
 		{Id: 12, Name: "node-12", State: "suspect", Labels: map[string]string{"dc": "dc1"}},
 	}
 	var sb strings.Builder
@@ -89,9 +89,9 @@ func TestRenderNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"ID  NAME     STATE    CQL            ADMIN          ZONE/RACK  REPLICAS  LEADERS    BYTES  VERSION\n" +
-		" 1  node-1   up       10.0.0.1:9042  10.0.0.1:7070  z1/r1            12        3  5.0 GiB  v1.0.0\n" +
-		"12  node-12  suspect  -              -              dc1/-             0        0      0 B  -\n"
+		"ID  NAME     STATE    CQL            ADMIN          ZONE/RACK  REPLICAS  LEADERS  FAILED    BYTES  VERSION\n" +
+		" 1  node-1   up       10.0.0.1:9042  10.0.0.1:7070  z1/r1            12        3       1  5.0 GiB  v1.0.0\n" +
+		"12  node-12  suspect  -              -              dc1/-             0        0       0      0 B  -\n"
 	if sb.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", sb.String(), want)
 	}

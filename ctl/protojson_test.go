@@ -43,7 +43,7 @@ func TestProtoJSON(t *testing.T) {
 			name: "map keys sorted",
 			msg:  &adminpb.Node{Labels: map[string]string{"zone": "z", "dc": "d", "rack": "r"}},
 			want: `{"id":0,"name":"","cql_addr":"","peer_addr":"","admin_addr":"","labels":{"dc":"d","rack":"r","zone":"z"},"state":"",` +
-				`"replicas":0,"leaders":0,"bytes":0,"version":"","started_at":""}`,
+				`"replicas":0,"leaders":0,"bytes":0,"version":"","started_at":"","failed_replicas":0}`,
 		},
 		{
 			name: "empty repeated field",

@@ -43,6 +43,16 @@ func flags() []cli.Flag {
 		&cli.Int64Flag{Name: "logical-partition-max-bytes", Usage: "largest logical partition (default 20000000000)"},
 		&cli.Int64Flag{Name: "physical-partition-max-bytes", Usage: "split physical partitions above this size (default 50000000000)"},
 		&cli.Int64Flag{Name: "physical-partition-max-ru", Usage: "split physical partitions whose RU/s share exceeds this (default 10000)"},
+		&cli.IntFlag{Name: "max-connections", Usage: "CQL client connections of the node (default 4096)"},
+		&cli.IntFlag{Name: "max-connections-per-client", Usage: "CQL connections from one client IP address (default 512)"},
+		&cli.DurationFlag{Name: "idle-timeout", Usage: "close CQL connections idle this long (default 10m; 0 disables)"},
+		&cli.IntFlag{Name: "max-partition-key-restrictions-per-query", Usage: "partition keys one statement's IN restrictions may address (default 100)"},
+		&cli.IntFlag{Name: "max-clustering-key-restrictions-per-query", Usage: "clustering keys one statement's IN restrictions may address (default 100)"},
+		&cli.IntFlag{Name: "max-mutation-bytes", Usage: "largest write of one statement or batch to one partition (default 16 MiB, at most max_frame_bytes)"},
+		&cli.IntFlag{Name: "page-max-bytes", Usage: "end a page of a SELECT once its rows take this many bytes (default 8 MiB)"},
+		&cli.IntFlag{Name: "max-unpaged-result-bytes", Usage: "largest result of an unpaged SELECT (default 64 MiB)"},
+		&cli.Int64Flag{Name: "max-provisioned-throughput", Usage: "most RU/s a table or keyspace may be provisioned with (default 1000000)"},
+		&cli.IntFlag{Name: "max-partitions-per-table", Usage: "most physical partitions of one table (default 1024)"},
 	}
 }
 
@@ -97,10 +107,29 @@ func configFrom(c *cli.Context) (Config, error) {
 		cfg.ReplicationFactor = c.Int("replication-factor")
 	}
 	for name, p := range map[string]*int64{"logical-partition-max-bytes": &cfg.LogicalPartitionMaxBytes,
-		"physical-partition-max-bytes": &cfg.PhysicalPartitionMaxBytes, "physical-partition-max-ru": &cfg.PhysicalPartitionMaxRU} {
+		"physical-partition-max-bytes": &cfg.PhysicalPartitionMaxBytes, "physical-partition-max-ru": &cfg.PhysicalPartitionMaxRU,
+		"max-provisioned-throughput": &cfg.MaxProvisionedThroughput} {
 		if c.IsSet(name) {
 			*p = c.Int64(name)
 		}
+	}
+	for name, p := range map[string]*int{
+		"max-connections":                           &cfg.MaxConnections,
+		"max-connections-per-client":                &cfg.MaxConnectionsPerClient,
+		"max-partition-key-restrictions-per-query":  &cfg.MaxPartitionKeyRestrictionsPerQuery,
+		"max-clustering-key-restrictions-per-query": &cfg.MaxClusteringKeyRestrictionsPerQuery,
+		"max-mutation-bytes":                        &cfg.MaxMutationBytes,
+		"page-max-bytes":                            &cfg.PageMaxBytes,
+		"max-unpaged-result-bytes":                  &cfg.MaxUnpagedResultBytes,
+		"max-partitions-per-table":                  &cfg.MaxPartitionsPerTable,
+	} {
+		if c.IsSet(name) {
+			*p = c.Int(name)
+		}
+	}
+	if c.IsSet("idle-timeout") {
+		d := c.Duration("idle-timeout")
+		cfg.IdleTimeout = &d
 	}
 	cfg.SetDefaults()
 	return cfg, cfg.Validate()
@@ -126,7 +155,20 @@ func App() *cli.App {
 
 type stopper interface{ Close(context.Context) error }
 
+// stopOverrun is how long a stop may run past its shutdown timeout before
+// runUntilSignal gives up on it: Node.Close bounds itself to the timeout
+// plus closeMargin, so this is only reached if that bound fails.
+const stopOverrun = 5 * time.Second
+
+// defaultStopTimeout is the shutdown timeout of stoppers that do not say
+// theirs (the etcd command); it is Config.ShutdownTimeout's default.
+const defaultStopTimeout = 30 * time.Second
+
 // runUntilSignal starts something, waits for SIGINT or SIGTERM and stops it.
+// If the stop runs longer than its shutdown timeout plus stopOverrun, it
+// returns an error without waiting further, so the process exits non-zero
+// instead of hanging (reliability issue: SIGTERM hung for 24 minutes). A
+// second signal during the stop kills the process at once.
 func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -135,10 +177,25 @@ func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
 		return err
 	}
 	<-ctx.Done()
+	cancel() // restore the default action: a second signal kills
+	limit := defaultStopTimeout
+	if t, ok := s.(interface{ ShutdownTimeout() time.Duration }); ok {
+		limit = t.ShutdownTimeout()
+	}
+	limit += stopOverrun
 	fmt.Fprintln(os.Stderr, "cosmosd: shutting down")
-	stopCtx, stop := context.WithTimeout(context.Background(), time.Minute)
+	stopCtx, stop := context.WithTimeout(context.Background(), limit)
 	defer stop()
-	return s.Close(stopCtx)
+	done := make(chan error, 1)
+	go func() { done <- s.Close(stopCtx) }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("shutdown did not finish within %s (shutdown_timeout + %s); exiting anyway", limit, stopOverrun)
+	}
 }
 
 // Demo is a local cluster of several nodes in one process sharing one
@@ -147,6 +204,16 @@ func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
 type Demo struct {
 	Etcd  *cluster.Embedded
 	Nodes []*Node
+}
+
+// ShutdownTimeout is the longest shutdown timeout of the demo's nodes,
+// which stop concurrently.
+func (d *Demo) ShutdownTimeout() time.Duration {
+	var t time.Duration
+	for _, n := range d.Nodes {
+		t = max(t, n.ShutdownTimeout())
+	}
+	return t
 }
 
 // Close stops every node (concurrently), then etcd.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/cosmosd/cosmosd/consensus/raft"
 )
 
 // Config is the whole configuration of one cosmosd node. It is filled from
@@ -63,6 +65,48 @@ type Config struct {
 	// MaxValueBytes is the largest value of one cell. Default 2 MiB (the
 	// Cosmos DB row limit).
 	MaxValueBytes int `yaml:"max_value_bytes"`
+	// MaxConnections bounds the CQL client connections of the node; a
+	// connection over it gets an Overloaded error on its first request
+	// and is closed. Default 4096.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerClient bounds the CQL connections from one remote
+	// IP address, likewise. Default 512.
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// IdleTimeout closes a CQL connection from which nothing was read for
+	// this long. Drivers send a heartbeat (OPTIONS) on idle connections
+	// (gocql every 5s, the DataStax drivers every 30s), so only
+	// connections of vanished clients are closed. Default 10m; 0 disables
+	// it.
+	IdleTimeout *time.Duration `yaml:"idle_timeout"`
+	// MaxPartitionKeyRestrictionsPerQuery bounds the partition keys one
+	// statement may address with IN restrictions (the product of the IN
+	// list sizes over the partition-key columns). Default 100, as
+	// ScyllaDB's option of the same name.
+	MaxPartitionKeyRestrictionsPerQuery int `yaml:"max_partition_key_restrictions_per_query"`
+	// MaxClusteringKeyRestrictionsPerQuery bounds the clustering-key
+	// combinations of IN restrictions likewise. Default 100.
+	MaxClusteringKeyRestrictionsPerQuery int `yaml:"max_clustering_key_restrictions_per_query"`
+	// MaxMutationBytes is the largest encoded write of one statement or
+	// batch to one physical partition, and the largest batch. Default
+	// 16 MiB (Cassandra's maximum mutation size), at most
+	// max_frame_bytes: a write is one raft entry, which followers receive
+	// in one internode message of at most max_frame_bytes + 1 MiB.
+	MaxMutationBytes int `yaml:"max_mutation_bytes"`
+	// PageMaxBytes ends a page of a paged SELECT early (with a paging
+	// state) once its rows take this many bytes. Default 8 MiB.
+	PageMaxBytes int `yaml:"page_max_bytes"`
+	// MaxUnpagedResultBytes fails an unpaged SELECT whose result would be
+	// larger, telling the client to page or add a LIMIT. Default 64 MiB.
+	MaxUnpagedResultBytes int `yaml:"max_unpaged_result_bytes"`
+	// MaxProvisionedThroughput is the most RU/s a table or keyspace may be
+	// provisioned with (CQL cosmosdb_provisioned_throughput, cosmosctl
+	// throughput set). Default 1000000, Cosmos DB's default limit per
+	// container.
+	MaxProvisionedThroughput int64 `yaml:"max_provisioned_throughput"`
+	// MaxPartitionsPerTable caps the physical partitions of one table: the
+	// controller splits no further, by size or by throughput. Default
+	// 1024.
+	MaxPartitionsPerTable int `yaml:"max_partitions_per_table"`
 	// LogicalPartitionMaxBytes is the most one logical partition may hold.
 	// Default 20 GB.
 	LogicalPartitionMaxBytes int64 `yaml:"logical_partition_max_bytes"`
@@ -78,8 +122,11 @@ type Config struct {
 	// ReplicationFactor is the number of replicas per physical partition.
 	// Default 4 under raft (quorum 3), 1 under local.
 	ReplicationFactor int `yaml:"replication_factor"`
-	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
-	// Default 30s.
+	// ShutdownTimeout bounds a graceful stop (SIGTERM, Node.Close):
+	// leadership hand-off, drain of in-flight requests, deregistration,
+	// stopping services and replicas. Steps still running then are
+	// abandoned and logged; Close returns within it plus 2s, and the
+	// process exits non-zero if stopping takes it plus 5s. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// SizeCheckEvery is how many controller rounds (of 1s) pass between
 	// checks of partition sizes against physical_partition_max_bytes.
@@ -97,12 +144,23 @@ type Config struct {
 	// a silent etcd member and move on (5s keepalive ping + 3s timeout),
 	// and a lease must outlive that to survive an etcd failover.
 	RegistrationTTL time.Duration `yaml:"registration_ttl"`
+	// TestingClockOffsetFile is a test hook, never set in production: a
+	// file holding a Go duration ("1h", "-1h") that this node adds to the
+	// wall clock it stamps coordinator timestamps and computes TTL expiry
+	// with. It is re-read every second; a missing file means no offset,
+	// an empty or unparsable one keeps the last ("0s" heals the skew).
+	// The nemesis suite (test/nemesis) skews one host's clock with it: Go
+	// reads the time without libc, so libfaketime cannot. YAML only, no
+	// flag. Default empty: the real clock.
+	TestingClockOffsetFile string `yaml:"testing_clock_offset_file"`
 }
 
 // Knobs are hooks for tests that run nodes in process.
 type Knobs struct {
 	// ControllerStepDelay slows every step of the controller's operations.
 	ControllerStepDelay time.Duration
+	// Raft are the raft engine's test hooks.
+	Raft *raft.TestingKnobs
 }
 
 // SetDefaults fills zero fields with their documented defaults.
@@ -135,6 +193,37 @@ func (c *Config) SetDefaults() {
 	}
 	if c.MaxValueBytes == 0 {
 		c.MaxValueBytes = 2 << 20
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 4096
+	}
+	if c.MaxConnectionsPerClient == 0 {
+		c.MaxConnectionsPerClient = 512
+	}
+	if c.IdleTimeout == nil {
+		d := 10 * time.Minute
+		c.IdleTimeout = &d
+	}
+	if c.MaxPartitionKeyRestrictionsPerQuery == 0 {
+		c.MaxPartitionKeyRestrictionsPerQuery = 100
+	}
+	if c.MaxClusteringKeyRestrictionsPerQuery == 0 {
+		c.MaxClusteringKeyRestrictionsPerQuery = 100
+	}
+	if c.MaxMutationBytes == 0 {
+		c.MaxMutationBytes = min(16<<20, c.MaxFrameBytes)
+	}
+	if c.PageMaxBytes == 0 {
+		c.PageMaxBytes = 8 << 20
+	}
+	if c.MaxUnpagedResultBytes == 0 {
+		c.MaxUnpagedResultBytes = 64 << 20
+	}
+	if c.MaxProvisionedThroughput == 0 {
+		c.MaxProvisionedThroughput = 1_000_000
+	}
+	if c.MaxPartitionsPerTable == 0 {
+		c.MaxPartitionsPerTable = 1024
 	}
 	if c.LogicalPartitionMaxBytes == 0 {
 		c.LogicalPartitionMaxBytes = 20_000_000_000
@@ -221,6 +310,30 @@ func (c *Config) Validate() error {
 	}
 	if c.LogicalPartitionMaxBytes < 1 || c.PhysicalPartitionMaxBytes < 1 || c.PhysicalPartitionMaxRU < 1 {
 		errs = append(errs, errors.New("partition limits must be positive"))
+	}
+	if c.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("max_connections %d must be positive", c.MaxConnections))
+	}
+	if c.MaxConnectionsPerClient < 1 {
+		errs = append(errs, fmt.Errorf("max_connections_per_client %d must be positive", c.MaxConnectionsPerClient))
+	}
+	if c.IdleTimeout != nil && *c.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("idle_timeout %s must not be negative (0 disables it)", *c.IdleTimeout))
+	}
+	if c.MaxPartitionKeyRestrictionsPerQuery < 1 || c.MaxClusteringKeyRestrictionsPerQuery < 1 {
+		errs = append(errs, errors.New("max_partition_key_restrictions_per_query and max_clustering_key_restrictions_per_query must be positive"))
+	}
+	if c.MaxMutationBytes < 1 || c.MaxMutationBytes > c.MaxFrameBytes {
+		errs = append(errs, fmt.Errorf("max_mutation_bytes %d: want 1..max_frame_bytes (%d), below the internode message limit", c.MaxMutationBytes, c.MaxFrameBytes))
+	}
+	if c.PageMaxBytes < 1 || c.MaxUnpagedResultBytes < 1 {
+		errs = append(errs, errors.New("page_max_bytes and max_unpaged_result_bytes must be positive"))
+	}
+	if c.MaxProvisionedThroughput < 1 {
+		errs = append(errs, fmt.Errorf("max_provisioned_throughput %d must be positive", c.MaxProvisionedThroughput))
+	}
+	if c.MaxPartitionsPerTable < 1 {
+		errs = append(errs, fmt.Errorf("max_partitions_per_table %d must be positive", c.MaxPartitionsPerTable))
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,15 @@
 // accepting CQL and drain in-flight requests, deregister, stop the gRPC
 // services, stop the replicas and the consensus engine, and close Pebble
 // last, so every acknowledged write is on disk before the process exits.
+// Close is bounded by shutdown_timeout plus a small margin whatever etcd
+// and the peers do: every goroutine the node starts ends when its context
+// is canceled, and a step that still does not finish is abandoned and
+// reported (shutdown.go).
+//
+// Identity. The node id is bound to the store (nodeid.go): a node whose
+// store was lost comes back under a new id, never as its old raft voters
+// with empty state.
+//
 // Several Nodes can run in one process (demo clusters, tests): a Node has
 // no global state.
 package daemon

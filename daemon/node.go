@@ -10,7 +10,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,9 +69,18 @@ type Node struct {
 
 	cqlLn, peerLn, adminLn, httpLn net.Listener
 
-	ready     atomic.Bool
-	killed    atomic.Bool
-	cancel    context.CancelFunc
+	ready  atomic.Bool
+	killed atomic.Bool
+	cancel context.CancelFunc
+	// cancelEtcd cancels the etcd client's own context (client.Ctx()),
+	// which etcd's client library uses for calls it makes without a
+	// caller's context: Election.Campaign resigns with it when its
+	// context ends, so with etcd gone a campaigning controller waited for
+	// it forever (reliability issue: SIGTERM hung in bg.Wait). Close
+	// cancels it together with cancel.
+	cancelEtcd context.CancelFunc
+	// stopCtrl cancels the controller's context (a child of cancel's).
+	stopCtrl  context.CancelFunc
 	bg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -156,18 +164,22 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	// for a minute could not register, watch or run DDL for about another
 	// minute after the network came back (test/e2e, disconnect scenario).
 	// 5s is the etcd server's default minimum ping interval.
+	etcdCtx, cancelEtcd := context.WithCancel(context.Background())
+	n.cancelEtcd = cancelEtcd
 	n.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop()})
+		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop(), Context: etcdCtx})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
-	if n.id, err = n.loadNodeID(ctx); err != nil {
-		return nil, err
-	}
-	n.logger = n.logger.With("node", n.id)
+	// The store opens before the id is known: the id is bound to it
+	// (nodeid.go).
 	if n.store, err = storage.Open(storage.Config{Dir: filepath.Join(cfg.DataDir, "store"), Logger: n.logger}); err != nil {
 		return nil, err
 	}
+	if n.id, err = n.bindNodeID(ctx); err != nil {
+		return nil, err
+	}
+	n.logger = n.logger.With("node", n.id)
 	if n.meta, err = cluster.OpenMeta(ctx, n.etcd, cfg.EtcdPrefix, n.logger); err != nil {
 		return nil, err
 	}
@@ -179,11 +191,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.parts = partition.NewStore(partition.StoreConfig{NodeID: consensus.NodeID(n.id), Storage: n.store, Consensus: n.cons,
-		Throughput: n.throughput, Logger: n.logger})
+		Throughput: n.throughput, MaxMutationBytes: cfg.MaxMutationBytes, Logger: n.logger})
 	if err := n.parts.Recover(ctx); err != nil {
 		return nil, err
 	}
-	n.router = router.New(router.Config{NodeID: consensus.NodeID(n.id), Store: n.parts, Meta: n.meta, Logger: n.logger})
+	n.router = router.New(router.Config{NodeID: consensus.NodeID(n.id), Store: n.parts, Meta: n.meta,
+		MaxMessageBytes: cfg.MaxFrameBytes + (1 << 20), Logger: n.logger})
 
 	// Internal gRPC: forwarding (and the raft transport).
 	n.peerSrv = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxFrameBytes+(1<<20)), grpc.KeepaliveEnforcementPolicy(router.KeepaliveEnforcement))
@@ -201,12 +214,26 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.reconcileLoop(runCtx)
 	}()
 
+	// A test hook may skew this node's clock (see TestingClockOffsetFile).
+	now := time.Now
+	if cfg.TestingClockOffsetFile != "" {
+		oc := newOffsetClock(cfg.TestingClockOffsetFile, n.logger)
+		now = oc.Now
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			oc.run(runCtx)
+		}()
+	}
 	n.exec = exec.New(exec.Config{
-		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router,
+		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, Now: now,
 		Placer:        &placer{meta: n.meta, catalog: n.catalog, rf: cfg.ReplicationFactor, self: n.id},
 		Local:         exec.LocalNode{HostID: exec.HostID(n.id), Datacenter: labelOr(cfg.Labels, "dc", "datacenter1"), Rack: labelOr(cfg.Labels, "rack", "rack1")},
 		MaxValueBytes: cfg.MaxValueBytes, LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
 		PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger,
+		MaxPartitionKeyRestrictions: cfg.MaxPartitionKeyRestrictionsPerQuery, MaxClusteringKeyRestrictions: cfg.MaxClusteringKeyRestrictionsPerQuery,
+		MaxMutationBytes: cfg.MaxMutationBytes, PageMaxBytes: cfg.PageMaxBytes, MaxUnpagedResultBytes: cfg.MaxUnpagedResultBytes,
+		MaxProvisionedThroughput: cfg.MaxProvisionedThroughput, MaxPartitionsPerTable: cfg.MaxPartitionsPerTable,
 	})
 	if n.exec == nil {
 		return nil, errors.New("executor")
@@ -215,25 +242,32 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	reqMetrics := newRequestMetrics(n.metrics)
 	n.metrics.MustRegister(newPartitionCollector(n))
 	n.cqlSrv = cql.NewServer(cql.Config{Executor: n.exec, Events: n.events, MaxFrameBytes: cfg.MaxFrameBytes, Observe: reqMetrics.observe,
-		MaxRequestsPerConnection: cfg.MaxRequestsPerConnection, RequestTimeout: cfg.RequestTimeout, Logger: n.logger})
+		MaxRequestsPerConnection: cfg.MaxRequestsPerConnection, RequestTimeout: cfg.RequestTimeout, Logger: n.logger,
+		MaxConnections: cfg.MaxConnections, MaxConnectionsPerClient: cfg.MaxConnectionsPerClient, IdleTimeout: *cfg.IdleTimeout})
 	n.serveBG("cql", func() error { return n.cqlSrv.Serve(n.cqlLn) })
 
 	n.ctrl = placement.NewController(placement.ControllerConfig{
 		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, DeadAfter: cfg.DeadAfter,
 		PhysicalPartitionMaxBytes: cfg.PhysicalPartitionMaxBytes, SizeCheckEvery: cfg.SizeCheckEvery,
-		PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU,
-		DisableAutoRebalance:   !*cfg.AutoRebalance, Knobs: controllerKnobs(cfg.Knobs),
+		PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, MaxPartitionsPerTable: cfg.MaxPartitionsPerTable,
+		DisableAutoRebalance: !*cfg.AutoRebalance, Knobs: controllerKnobs(cfg.Knobs),
 		Logger: n.logger.With("component", "controller"),
 	})
+	// The controller stops first on Close (stopCtrl), so that it resigns
+	// (a round trip to etcd, up to 2s when etcd is gone) while the node
+	// drains rather than after, and another node takes over at once.
+	ctrlCtx, stopCtrl := context.WithCancel(runCtx)
+	n.stopCtrl = stopCtrl
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
-		n.ctrl.Run(runCtx)
+		n.ctrl.Run(ctrlCtx)
 	}()
 
 	n.adminSrv = grpc.NewServer()
 	adminpb.RegisterAdminServer(n.adminSrv, admin.NewServer(admin.Config{Meta: n.meta, Router: n.router, Catalog: n.catalog,
-		DeadAfter: cfg.DeadAfter, PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger}))
+		DeadAfter: cfg.DeadAfter, PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger,
+		MaxProvisionedThroughput: cfg.MaxProvisionedThroughput, MaxPartitionsPerTable: cfg.MaxPartitionsPerTable}))
 	n.serveBG("admin grpc", func() error { return n.adminSrv.Serve(n.adminLn) })
 
 	if n.httpLn != nil {
@@ -309,36 +343,6 @@ func (n *Node) serveBG(what string, serve func() error) {
 	}()
 }
 
-// loadNodeID reads the node id from the data dir, allocating one from etcd
-// on first start. The id never changes afterwards.
-func (n *Node) loadNodeID(ctx context.Context) (uint64, error) {
-	path := filepath.Join(n.cfg.DataDir, "node-id")
-	raw, err := os.ReadFile(path)
-	if err == nil {
-		id, perr := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
-		if perr != nil || id == 0 {
-			return 0, fmt.Errorf("node id file %s is corrupt: %q", path, raw)
-		}
-		return id, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return 0, fmt.Errorf("read node id: %w", err)
-	}
-	id, err := cluster.AllocateID(ctx, n.etcd, n.cfg.EtcdPrefix, "node", 1)
-	if err != nil {
-		return 0, fmt.Errorf("allocate node id: %w", err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.FormatUint(id, 10)+"\n"), 0o640); err != nil {
-		return 0, fmt.Errorf("write node id: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return 0, fmt.Errorf("write node id: %w", err)
-	}
-	n.logger.Info("allocated node id", "node", id)
-	return id, nil
-}
-
 func (n *Node) newConsensus() (consensus.Engine, error) {
 	switch n.cfg.Consensus {
 	case "local":
@@ -410,6 +414,10 @@ func controllerKnobs(k *Knobs) *placement.ControllerKnobs {
 // Controller returns the node's controller.
 func (n *Node) Controller() *placement.Controller { return n.ctrl }
 
+// ShutdownTimeout is the node's configured shutdown_timeout: Close returns
+// within it plus closeMargin.
+func (n *Node) ShutdownTimeout() time.Duration { return n.cfg.ShutdownTimeout }
+
 // Kill stops the node abruptly, as a crash would: no drain, no
 // deregistration (its registration expires with its lease), connections
 // cut. What was acknowledged is on disk; the store is closed so the data
@@ -421,108 +429,11 @@ func (n *Node) Kill() {
 
 // Close shuts the node down gracefully: stop accepting CQL and drain
 // in-flight requests, deregister, stop services and replicas, close the
-// store. Safe to call twice.
+// store. It returns within shutdown_timeout (or ctx's deadline, if sooner)
+// plus closeMargin whatever etcd and the peers do: a step that cannot
+// finish in time is abandoned and reported in the error (see close in
+// shutdown.go). Safe to call twice.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() { n.closeErr = n.close(ctx) })
 	return n.closeErr
-}
-
-func (n *Node) close(ctx context.Context) error {
-	var errs []error
-	n.ready.Store(false)
-	killed := n.killed.Load()
-	if !killed {
-		notifyStopping()
-		// Hand leadership off first, on a budget of its own: a partition
-		// that lost its quorum cannot transfer, and waiting for it must
-		// not eat the drain's time.
-		if n.parts != nil && n.meta != nil {
-			handCtx, stop := context.WithTimeout(ctx, min(5*time.Second, n.cfg.ShutdownTimeout/3))
-			n.handOffLeadership(handCtx)
-			stop()
-		}
-	}
-	drainCtx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
-	defer cancel()
-	if killed {
-		cancel() // no grace for anything
-	}
-	if n.cqlSrv != nil {
-		if err := n.cqlSrv.Shutdown(drainCtx); err != nil {
-			errs = append(errs, fmt.Errorf("drain cql: %w", err))
-		}
-	} else if n.cqlLn != nil {
-		_ = n.cqlLn.Close()
-	}
-	if n.reg != nil && killed {
-		n.reg.Abandon()
-	} else if n.reg != nil {
-		if err := n.reg.Close(drainCtx); err != nil {
-			errs = append(errs, fmt.Errorf("deregister: %w", err))
-		}
-	}
-	if n.events != nil {
-		n.events.Close()
-	}
-	if n.cancel != nil {
-		n.cancel()
-	}
-	// stopGRPC lets running calls finish for up to grace. Peer streams
-	// (raft transport from other nodes) never finish on their own, so the
-	// internal server gets a short grace.
-	stopGRPC := func(s *grpc.Server, ln net.Listener, grace time.Duration) {
-		if s == nil {
-			if ln != nil {
-				_ = ln.Close()
-			}
-			return
-		}
-		done := make(chan struct{})
-		go func() { s.GracefulStop(); close(done) }()
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			s.Stop()
-		case <-drainCtx.Done():
-			s.Stop()
-		}
-		<-done
-	}
-	stopGRPC(n.adminSrv, n.adminLn, 5*time.Second)
-	if n.httpSrv != nil {
-		_ = n.httpSrv.Shutdown(drainCtx)
-	} else if n.httpLn != nil {
-		_ = n.httpLn.Close()
-	}
-	if n.parts != nil {
-		n.parts.Close()
-	}
-	if n.cons != nil {
-		if err := n.cons.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close consensus: %w", err))
-		}
-	}
-	stopGRPC(n.peerSrv, n.peerLn, time.Second)
-	if n.router != nil {
-		n.router.Close()
-	}
-	n.bg.Wait()
-	if n.meta != nil {
-		n.meta.Close()
-	}
-	if n.etcd != nil {
-		_ = n.etcd.Close()
-	}
-	if n.embedded != nil {
-		n.embedded.Close()
-	}
-	if n.store != nil {
-		if err := n.store.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close storage: %w", err))
-		}
-	}
-	n.logger.Info("node stopped")
-	return errors.Join(errs...)
 }

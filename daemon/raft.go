@@ -26,7 +26,15 @@ func newRaftEngine(n *Node) (consensus.Engine, error) {
 			}
 			return info.PeerAddr, nil
 		},
-		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithKeepaliveParams(router.KeepaliveParams)},
-		Logger:      n.logger,
+		DialOptions:  []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithKeepaliveParams(router.KeepaliveParams)},
+		Logger:       n.logger,
+		TestingKnobs: raftKnobs(n.cfg.Knobs),
 	})
+}
+
+func raftKnobs(k *Knobs) *raft.TestingKnobs {
+	if k == nil {
+		return nil
+	}
+	return k.Raft
 }

@@ -38,6 +38,10 @@ func Read(r storage.Reader, d *kvpb.Descriptor, req *kvpb.ReadRequest) (*kvpb.Re
 	if maxBytes == 0 {
 		maxBytes = DefaultMaxReadBytes
 	}
+	// The response is built in memory and sent in one message: its size
+	// is bounded whatever the request asks (a response may still exceed
+	// the bound by the one row that crosses it).
+	maxBytes = min(maxBytes, MaxReadBytesLimit)
 	rd := &reader{
 		r: r, req: req, table: d.GetTableId(), now: floorDiv(req.GetNowMicros(), 1_000_000),
 		limit: req.GetLimit(), ppl: req.GetPerPartitionLimit(), maxBytes: maxBytes,

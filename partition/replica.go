@@ -24,6 +24,8 @@ type Replica struct {
 	// throughput reports the table's provisioned RU/s and its partition
 	// count; nil means unlimited.
 	throughput ThroughputFunc
+	// maxMutation bounds an encoded write command (StoreConfig).
+	maxMutation int
 }
 
 // share is the RU/s this partition may serve (0 = unlimited).
@@ -67,6 +69,11 @@ func (r *Replica) Write(ctx context.Context, req *kvpb.WriteRequest) (*kvpb.Writ
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: encode write: %w", r.ID(), err)
 	}
+	if r.maxMutation > 0 && len(cmd) > r.maxMutation {
+		// The executor refuses these before routing; this guards forwarded
+		// requests: one raft entry must fit in one internode message.
+		return nil, Errorf(kvpb.Error_INVALID, "mutation of %d bytes exceeds the maximum of %d bytes (max_mutation_bytes)", len(cmd), r.maxMutation)
+	}
 	v, err := r.group.Propose(ctx, cmd)
 	if err != nil {
 		return nil, r.translate(ctx, err)
@@ -106,8 +113,14 @@ func (r *Replica) Propose(ctx context.Context, cmd *kvpb.Command) (any, error) {
 // read index.
 func (r *Replica) Read(ctx context.Context, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
 	lin := req.GetLinearizable()
+	st := r.group.Status()
+	if st.Err != nil {
+		// A replica that stopped on a failure is frozen at some index and
+		// may be missing writes: not even a read at ONE may see it.
+		return nil, Errorf(kvpb.Error_NOT_FOUND, "partition %d: replica failed: %v", r.ID(), st.Err)
+	}
 	if lin {
-		if st := r.group.Status(); st.Leader != 0 && !st.IsLeader() {
+		if st.Leader != 0 && !st.IsLeader() {
 			// A linearizable read is the leader's: a follower would ask it
 			// for a read index anyway (one more hop), and would keep
 			// waiting on a leader that lost its quorum while the leader

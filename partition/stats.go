@@ -49,6 +49,9 @@ func (r *Replica) Status(stats bool) (*kvpb.ReplicaStatus, error) {
 		Applied:    st.Applied,
 		Commit:     st.Commit,
 	}
+	if st.Err != nil {
+		out.Failed = st.Err.Error()
+	}
 	now := time.Now()
 	rps, share, refusedW, refused := r.throttle.stats(now)
 	out.RuPerSec, out.RuShare, out.Throttled = rps, share, refused

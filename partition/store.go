@@ -20,7 +20,20 @@ type StoreConfig struct {
 	Consensus consensus.Engine
 	// Throughput reports provisioned throughput per table; nil = unlimited.
 	Throughput ThroughputFunc
-	Logger     *slog.Logger
+	// MaxMutationBytes bounds one encoded write command; larger ones are
+	// refused before they are proposed (they would be raft entries no
+	// follower can receive). Default DefaultMaxMutationBytes.
+	MaxMutationBytes int
+	// TestingKnobs are test hooks; nil in production.
+	TestingKnobs *StoreKnobs
+	Logger       *slog.Logger
+}
+
+// StoreKnobs are a Store's test hooks.
+type StoreKnobs struct {
+	// BeforeSplitStart runs after the batch that applied a split is
+	// durable and before the right half's replica starts.
+	BeforeSplitStart func(left, right uint64)
 }
 
 // Store is the set of partition replicas on this node. Safe for concurrent
@@ -42,6 +55,9 @@ type Store struct {
 func NewStore(cfg StoreConfig) *Store {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxMutationBytes <= 0 {
+		cfg.MaxMutationBytes = DefaultMaxMutationBytes
 	}
 	s := &Store{cfg: cfg}
 	s.mu.replicas = map[uint64]*Replica{}
@@ -154,7 +170,7 @@ func (s *Store) startGroup(ctx context.Context, sm *StateMachine, self consensus
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: start group: %w", sm.id, err)
 	}
-	r := &Replica{sm: sm, group: g, engine: s.cfg.Storage, throttle: newThrottle(), throughput: s.cfg.Throughput}
+	r := &Replica{sm: sm, group: g, engine: s.cfg.Storage, throttle: newThrottle(), throughput: s.cfg.Throughput, maxMutation: s.cfg.MaxMutationBytes}
 	s.mu.replicas[sm.id] = r
 	s.cfg.Logger.Info("started replica", "partition", sm.id, "replica", uint64(self), "table", sm.Descriptor().GetTableId())
 	return r, nil
@@ -257,6 +273,9 @@ func (s *Store) OnSplit(left, right *kvpb.Descriptor) {
 	}
 	go func() {
 		defer s.bg.Done()
+		if k := s.cfg.TestingKnobs; k != nil && k.BeforeSplitStart != nil {
+			k.BeforeSplitStart(left.GetId(), right.GetId())
+		}
 		if _, err := s.start(context.Background(), right.GetId(), nil, how); err != nil {
 			s.cfg.Logger.Error("start right half of split", "partition", right.GetId(), "parent", left.GetId(), "err", err)
 		}

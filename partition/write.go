@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/cosmosd/cosmosd/consensus"
@@ -66,6 +67,11 @@ func (sm *StateMachine) applyWrite(b *storage.Batch, req *kvpb.WriteRequest) (co
 	if !resp.Applied {
 		return consensus.Result{Value: resp}, nil
 	}
+	if len(req.GetConditions()) > 0 {
+		if err := st.stampConditional(req); err != nil {
+			return resultOf(err)
+		}
+	}
 	for _, m := range req.GetMutations() {
 		if err := st.add(m); err != nil {
 			return resultOf(err)
@@ -114,19 +120,27 @@ type stage struct {
 	gcGrace int64
 	parts   map[string]*partStage
 	order   []*partStage
+	// conditional: the command has conditions, and casTS is the timestamp
+	// of all its mutations (see "Write timestamps").
+	conditional bool
+	casTS       int64
 }
 
 // partStage is the staged change of one logical partition.
 type partStage struct {
-	token        int64
-	pk           []byte
-	deletedAt    int64 // partition deletion by this command
-	ranges       []rangeDeletion
-	rows         map[string]*storage.Row // pending updates by clustering key
-	rowOrder     []string
+	token     int64
+	pk        []byte
+	deletedAt int64 // partition deletion by this command
+	ranges    []rangeDeletion
+	rows      map[string]*storage.Row // pending updates by clustering key
+	rowOrder  []string
+	// stats are the partition's stats before this command, with a known
+	// MaxTimestamp once loaded.
 	stats        storage.PartitionStats
 	statsLoaded  bool
 	storedCached map[string]*storage.Row
+	// maxTS is the highest timestamp this command writes to the partition.
+	maxTS int64
 }
 
 type rangeDeletion struct {
@@ -143,7 +157,8 @@ func (st *stage) part(token int64, pk []byte) *partStage {
 	if ps, ok := st.parts[k]; ok {
 		return ps
 	}
-	ps := &partStage{token: token, pk: pk, deletedAt: storage.NoTimestamp, rows: map[string]*storage.Row{}, storedCached: map[string]*storage.Row{}}
+	ps := &partStage{token: token, pk: pk, deletedAt: storage.NoTimestamp, rows: map[string]*storage.Row{},
+		storedCached: map[string]*storage.Row{}, maxTS: storage.NoTimestamp}
 	st.parts[k] = ps
 	st.order = append(st.order, ps)
 	return ps
@@ -157,8 +172,120 @@ func (st *stage) loadStats(ps *partStage) error {
 	if err != nil {
 		return err
 	}
+	if s.MaxTimestampUnknown {
+		// A record from before the stats kept it: recompute it once from
+		// the rows (the same on every replica, since it reads only the
+		// replicated state); finish stores it with the command.
+		if s.MaxTimestamp, err = st.scanMaxTimestamp(ps); err != nil {
+			return err
+		}
+		s.MaxTimestamp = max(s.MaxTimestamp, s.DeletedAt)
+		s.MaxTimestampUnknown = false
+	}
 	ps.stats, ps.statsLoaded = s, true
 	return nil
+}
+
+// scanMaxTimestamp returns the highest timestamp stored in the rows of ps.
+func (st *stage) scanMaxTimestamp(ps *partStage) (int64, error) {
+	it, err := st.r.NewIter(storage.PartitionRowsSpan(st.table, ps.token, ps.pk))
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	m := storage.NoTimestamp
+	for it.First(); it.Valid(); it.Next() {
+		r, err := storage.DecodeRow(it.Value())
+		if err != nil {
+			return 0, fmt.Errorf("row %x: %w", it.Key(), err)
+		}
+		m = max(m, r.MarkerTS, r.DeletedAt)
+		for i := range r.Cells {
+			m = max(m, r.Cells[i].Timestamp)
+		}
+	}
+	return m, it.Error()
+}
+
+// Write timestamps.
+//
+// Last-write-wins by timestamp decides which of two writes of a cell
+// survives, and clients and coordinators take timestamps from clocks that
+// may be skewed. Where cosmosd promises the order of the log instead
+// (conditions, read-modify-write), a timestamp that contradicts that order
+// makes an applied write invisible: a conditional UPDATE whose condition
+// held but whose timestamp was below the cell's (a client or coordinator
+// clock behind the one that wrote it) answered [applied] = true and left
+// the old value in place. So the state machine assigns those timestamps at
+// apply time, as a pure function of the command and the state (never the
+// local clock: every replica must assign the same). With floor(p) one more
+// than the logical partition's MaxTimestamp before the command:
+//
+//   - A conditional command stamps all its mutations with one timestamp,
+//     max(now_micros, floor(p)): after everything in the partition, so the
+//     writes the condition allowed win, and after each other in log order.
+//     Any client timestamp is ignored, as Cassandra ignores it for Paxos,
+//     whose ballot (the coordinator's clock, raised above the last ballot
+//     seen) is the same rule; USING TIMESTAMP is refused by the executor.
+//   - COORDINATOR timestamps become max(ts, floor(p)): a server-stamped
+//     write is ordered after what was applied before it, so a coordinator
+//     whose clock is behind does not lose writes silently.
+//   - CLIENT and STATEMENT timestamps are kept: the client chose
+//     last-write-wins by its own clock, as in Cassandra.
+//   - A read-modify-write operation (counter, collection update) reads the
+//     current value and writes above the cell it read, and, unless the
+//     statement set USING TIMESTAMP, also at floor(p) or later, so that no
+//     deletion it did not see (a row or column tombstone from a clock
+//     ahead) can shadow the value it computed.
+//
+// All mutations of one partition with one timestamp keep one timestamp
+// (floor(p) is taken before the command), so a batch's statements still
+// share theirs. The cost: one write stamped far in the future (a client
+// clock ahead, USING TIMESTAMP) carries the partition's later conditional
+// and server-stamped writes past it, and client-stamped writes from
+// correct clocks lose to those until real time catches up, as they would
+// lose to the future write itself.
+
+// floor returns the lowest timestamp above everything stored in ps.
+func (st *stage) floor(ps *partStage) (int64, error) {
+	if err := st.loadStats(ps); err != nil {
+		return 0, err
+	}
+	return after(ps.stats.MaxTimestamp), nil
+}
+
+// after returns ts+1 without overflowing into NoTimestamp.
+func after(ts int64) int64 {
+	if ts == math.MaxInt64 {
+		return ts
+	}
+	return ts + 1
+}
+
+// stampConditional fixes the timestamp of a conditional command.
+func (st *stage) stampConditional(req *kvpb.WriteRequest) error {
+	ts := req.GetNowMicros()
+	for _, m := range req.GetMutations() {
+		f, err := st.floor(st.part(m.GetToken(), m.GetPk()))
+		if err != nil {
+			return err
+		}
+		ts = max(ts, f)
+	}
+	st.conditional, st.casTS = true, ts
+	return nil
+}
+
+// timestamp returns the timestamp of mutation m's writes to ps.
+func (st *stage) timestamp(ps *partStage, m *kvpb.Mutation) (int64, error) {
+	switch {
+	case st.conditional:
+		return st.casTS, nil
+	case m.GetTimestampSource() != kvpb.Mutation_COORDINATOR:
+		return m.GetTimestamp(), nil
+	}
+	f, err := st.floor(ps)
+	return max(m.GetTimestamp(), f), err
 }
 
 // stored returns the stored row at ck (nil if none); the result is cached
@@ -218,7 +345,11 @@ func (ps *partStage) pending(ck []byte) *storage.Row {
 // add stages one mutation.
 func (st *stage) add(m *kvpb.Mutation) error {
 	ps := st.part(m.GetToken(), m.GetPk())
-	ts := m.GetTimestamp()
+	ts, err := st.timestamp(ps, m)
+	if err != nil {
+		return err
+	}
+	ps.maxTS = max(ps.maxTS, ts)
 	switch m.GetKind() {
 	case kvpb.Mutation_UPSERT:
 		var expiry int64
@@ -230,10 +361,11 @@ func (st *stage) add(m *kvpb.Mutation) error {
 			upd.MarkerTS, upd.MarkerTTL, upd.MarkerExpiry = ts, m.GetTtl(), expiry
 		}
 		for _, op := range m.GetOps() {
-			c, err := st.cell(ps, m, op, expiry)
+			c, err := st.cell(ps, m, op, ts, expiry)
 			if err != nil {
 				return err
 			}
+			ps.maxTS = max(ps.maxTS, c.Timestamp)
 			// Ops on one column within a mutation apply in order.
 			single := storage.NewRow()
 			single.Cells = []storage.Cell{c}
@@ -254,12 +386,12 @@ func (st *stage) add(m *kvpb.Mutation) error {
 	return nil
 }
 
-// cell computes the cell an operation writes. Read-modify-write operations
-// (counters, collection updates) read the current value, including what the
-// command staged before; the new cell's timestamp is raised above the
-// current one when needed so the merge keeps it.
-func (st *stage) cell(ps *partStage, m *kvpb.Mutation, op *kvpb.ColumnOp, expiry int64) (storage.Cell, error) {
-	ts := m.GetTimestamp()
+// cell computes the cell an operation writes at ts. Read-modify-write
+// operations (counters, collection updates) read the current value,
+// including what the command staged before; the new cell's timestamp is
+// raised above the current one, and above the partition's floor unless the
+// statement set it (see "Write timestamps"), so the merge keeps it.
+func (st *stage) cell(ps *partStage, m *kvpb.Mutation, op *kvpb.ColumnOp, ts, expiry int64) (storage.Cell, error) {
 	c := storage.Cell{Column: op.GetColumn(), Timestamp: ts, TTL: m.GetTtl(), Expiry: expiry}
 	switch op.GetKind() {
 	case kvpb.ColumnOp_SET:
@@ -271,13 +403,20 @@ func (st *stage) cell(ps *partStage, m *kvpb.Mutation, op *kvpb.ColumnOp, expiry
 	case kvpb.ColumnOp_DELETE:
 		return storage.Cell{Column: op.GetColumn(), Timestamp: ts, Tombstone: true, Expiry: st.now}, nil
 	}
+	if st.conditional || m.GetTimestampSource() != kvpb.Mutation_STATEMENT {
+		f, err := st.floor(ps)
+		if err != nil {
+			return c, err
+		}
+		c.Timestamp = max(c.Timestamp, f)
+	}
 	row, _, err := st.current(ps, m.GetCk())
 	if err != nil {
 		return c, err
 	}
 	cur := row.Cell(op.GetColumn())
-	if cur != nil && cur.Timestamp >= ts {
-		c.Timestamp = cur.Timestamp + 1
+	if cur != nil && cur.Timestamp >= c.Timestamp {
+		c.Timestamp = after(cur.Timestamp)
 	}
 	var curVal []byte
 	if cur != nil {
@@ -467,6 +606,7 @@ func (st *stage) finish(maxPartitionBytes int64) ([]write, error) {
 		}
 		oldBytes := ps.stats.Bytes
 		stats := ps.stats
+		stats.MaxTimestamp = max(stats.MaxTimestamp, ps.maxTS)
 		if ps.deletedAt > stats.DeletedAt {
 			stats.DeletedAt, stats.DeletedLocal = ps.deletedAt, st.now
 		}

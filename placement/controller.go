@@ -48,6 +48,11 @@ type ControllerConfig struct {
 	// SizeCheckEvery is how many rounds pass between size checks (which
 	// scan every partition's stats). Default 10.
 	SizeCheckEvery int
+	// MaxPartitionsPerTable caps the physical partitions of one table:
+	// neither size nor throughput splits go beyond it, so a huge
+	// provisioned throughput cannot make the controller create millions of
+	// raft groups. Default 1024.
+	MaxPartitionsPerTable int
 	// RebalanceTolerance is the replica-count difference between the most
 	// and least loaded nodes that automatic rebalancing accepts. Default 1.
 	RebalanceTolerance int
@@ -93,6 +98,9 @@ func (c *ControllerConfig) setDefaults() {
 	if c.SizeCheckEvery == 0 {
 		c.SizeCheckEvery = 10
 	}
+	if c.MaxPartitionsPerTable == 0 {
+		c.MaxPartitionsPerTable = 1024
+	}
 	if c.RebalanceTolerance == 0 {
 		c.RebalanceTolerance = 1
 	}
@@ -114,6 +122,10 @@ type Controller struct {
 	store *opStore
 
 	rounds int // owned by lead
+	// capped holds the tables whose splits max_partitions_per_table
+	// stopped, so that it is logged once and not every round. Owned by
+	// lead.
+	capped map[uint64]bool
 
 	mu struct {
 		sync.Mutex
@@ -281,6 +293,17 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 		}
 	}
 	view := c.view(st, now, busy)
+	for id, r := range reports {
+		for node, why := range r.failed {
+			if view.Failed == nil {
+				view.Failed = map[uint64]map[uint64]string{}
+			}
+			if view.Failed[id] == nil {
+				view.Failed[id] = map[uint64]string{}
+			}
+			view.Failed[id][node] = why
+		}
+	}
 	submitMoves := func(kind string, planned []Move) {
 		for _, m := range planned {
 			op := &Operation{Kind: kind, State: StatePending, Table: m.Table, Partition: m.Partition, From: m.From, To: m.To, Reason: m.Reason}
@@ -294,14 +317,48 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 			log.Info("planned operation", "op", op.ID, "kind", kind, "partition", m.Partition, "from", m.From, "to", m.To, "reason", m.Reason)
 		}
 	}
-	// Repairs of dead nodes come first.
-	if len(view.Dead) > 0 {
+	// Repairs of dead nodes and failed replicas come first.
+	if len(view.Dead) > 0 || len(view.Failed) > 0 {
 		submitMoves(KindRepair, PlanRepairs(view, c.cfg.MaxConcurrentMoves-moves))
+	}
+	// splits counts each table's partitions plus its active splits: what
+	// it will have once they are done.
+	splits := map[uint64]int{}
+	for _, op := range ops {
+		if op.Active() && op.Kind == KindSplit {
+			splits[op.Table]++
+		}
+	}
+	partitionsAfter := func(table uint64) int { return len(st.Ring(table).Partitions()) + splits[table] }
+	if c.capped == nil {
+		c.capped = map[uint64]bool{}
+	}
+	// atCap reports whether a table may not be split further, logging it
+	// the first time.
+	atCap := func(table uint64, why string) bool {
+		n := partitionsAfter(table)
+		if n < c.cfg.MaxPartitionsPerTable {
+			delete(c.capped, table)
+			return false
+		}
+		if !c.capped[table] {
+			c.capped[table] = true
+			name := strconv.FormatUint(table, 10)
+			if t := st.Schema.ByID[table]; t != nil {
+				name = t.QualifiedName()
+			}
+			log.Warn("not splitting table: at max_partitions_per_table", "table", name, "partitions", n,
+				"max_partitions_per_table", c.cfg.MaxPartitionsPerTable, "reason", why)
+		}
+		return true
 	}
 	// Size-based splits.
 	if sizeCheck {
 		for id, r := range reports {
 			if busy[id] || r.desc == nil || r.bytes <= c.cfg.PhysicalPartitionMaxBytes || st.Schema.ByID[r.desc.GetTableId()] == nil {
+				continue
+			}
+			if atCap(r.desc.GetTableId(), fmt.Sprintf("partition %d holds %d bytes, over the %d-byte limit", id, r.bytes, c.cfg.PhysicalPartitionMaxBytes)) {
 				continue
 			}
 			op := &Operation{Kind: KindSplit, State: StatePending, Table: r.desc.GetTableId(), Partition: id,
@@ -311,6 +368,7 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 				continue
 			}
 			busy[id] = true
+			splits[r.desc.GetTableId()]++
 			ops = append(ops, op)
 			active++
 			log.Info("planned split", "op", op.ID, "partition", id, "bytes", r.bytes)
@@ -323,14 +381,19 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		parts := st.Ring(id).Partitions()
-		need := int((t.Options.Throughput + c.cfg.PhysicalPartitionMaxRU - 1) / c.cfg.PhysicalPartitionMaxRU)
+		need := (t.Options.Throughput + c.cfg.PhysicalPartitionMaxRU - 1) / c.cfg.PhysicalPartitionMaxRU
+		if need > int64(len(parts)+splits[id]) && atCap(id, fmt.Sprintf("%s is provisioned %d RU/s, which needs %d partitions of %d RU/s",
+			t.QualifiedName(), t.Options.Throughput, need, c.cfg.PhysicalPartitionMaxRU)) {
+			continue
+		}
+		need = min(need, int64(c.cfg.MaxPartitionsPerTable))
 		splitting := 0
 		for _, op := range ops {
 			if op.Active() && op.Kind == KindSplit && op.Table == id {
 				splitting++
 			}
 		}
-		for i := 0; i < len(parts) && len(parts)+splitting < need; i++ {
+		for i := 0; i < len(parts) && int64(len(parts)+splitting) < need; i++ {
 			p := widest(parts, busy)
 			if p == nil {
 				break
@@ -343,6 +406,7 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 			}
 			busy[p.GetId()] = true
 			splitting++
+			splits[id]++
 			ops = append(ops, op)
 			active++
 			log.Info("planned throughput split", "op", op.ID, "partition", p.GetId(), "table", t.QualifiedName())
@@ -621,6 +685,7 @@ type report struct {
 	commit  uint64
 	applied map[uint64]uint64 // node -> applied index
 	bytes   int64             // stored bytes (size checks only)
+	failed  map[uint64]string // node -> why its replica stopped
 }
 
 // collect asks every live node for its replicas.
@@ -649,6 +714,12 @@ func (c *Controller) collect(ctx context.Context, st *cluster.State, stats bool)
 				}
 				r.applied[node] = rs.GetApplied()
 				r.bytes = max(r.bytes, rs.GetBytes())
+				if rs.GetFailed() != "" {
+					if r.failed == nil {
+						r.failed = map[uint64]string{}
+					}
+					r.failed[node] = rs.GetFailed()
+				}
 				better := r.desc == nil || d.GetGeneration() > r.desc.GetGeneration() ||
 					(rs.GetLeader() && d.GetGeneration() >= r.desc.GetGeneration())
 				if better {

@@ -80,26 +80,30 @@ func descWith(id uint64, nodes ...uint64) *kvpb.Descriptor {
 func TestPlanRepairs(t *testing.T) {
 	live := []Node{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 5}, {ID: 6}}
 	tests := []struct {
-		name  string
-		parts []*kvpb.Descriptor
-		busy  map[uint64]bool
-		max   int
-		want  []Move
+		name   string
+		parts  []*kvpb.Descriptor
+		busy   map[uint64]bool
+		max    int
+		want   []Move
+		failed map[uint64]map[uint64]string
 	}{
-		{"nothing dead", []*kvpb.Descriptor{descWith(10, 1, 2, 3, 5)}, nil, 10, nil},
+		{"nothing dead", []*kvpb.Descriptor{descWith(10, 1, 2, 3, 5)}, nil, 10, nil, nil},
 		{"one dead replica moves to the node without one",
 			[]*kvpb.Descriptor{descWith(10, 1, 2, 3, 4)}, nil, 10,
-			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}}},
+			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}}, nil},
 		{"spread over the least loaded",
 			[]*kvpb.Descriptor{descWith(10, 1, 2, 3, 4), descWith(11, 1, 2, 3, 4)}, nil, 10,
-			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}, {Partition: 11, Table: 1, From: 4, To: 6}}},
-		{"busy partitions wait", []*kvpb.Descriptor{descWith(10, 1, 2, 3, 4)}, map[uint64]bool{10: true}, 10, nil},
+			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}, {Partition: 11, Table: 1, From: 4, To: 6}}, nil},
+		{"busy partitions wait", []*kvpb.Descriptor{descWith(10, 1, 2, 3, 4)}, map[uint64]bool{10: true}, 10, nil, nil},
 		{"bounded", []*kvpb.Descriptor{descWith(10, 1, 2, 3, 4), descWith(11, 1, 2, 3, 4)}, nil, 1,
-			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}}},
+			[]Move{{Partition: 10, Table: 1, From: 4, To: 5}}, nil},
+		{"a failed replica on a live node is replaced like a dead one",
+			[]*kvpb.Descriptor{descWith(10, 1, 2, 3, 5), descWith(11, 1, 2, 3, 5)}, nil, 10,
+			[]Move{{Partition: 11, Table: 1, From: 2, To: 6}}, map[uint64]map[uint64]string{11: {2: "disk I/O error"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := PlanRepairs(View{Parts: tc.parts, Live: live, Dead: map[uint64]bool{4: true}, Busy: tc.busy}, tc.max)
+			got := PlanRepairs(View{Parts: tc.parts, Live: live, Dead: map[uint64]bool{4: true}, Busy: tc.busy, Failed: tc.failed}, tc.max)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}

@@ -25,6 +25,9 @@ type View struct {
 	Dead map[uint64]bool
 	// Busy partitions already have an operation.
 	Busy map[uint64]bool
+	// Failed are replicas that stopped on a failure (partition -> node ->
+	// why): replaced like those of a dead node, although their node lives.
+	Failed map[uint64]map[uint64]string
 }
 
 // loads counts the replicas per live node.
@@ -99,7 +102,8 @@ func PlanRepairs(v View, max int) []Move {
 			continue
 		}
 		for _, r := range p.GetReplicas() {
-			if !v.Dead[r.GetNodeId()] {
+			why, failed := v.Failed[p.GetId()][r.GetNodeId()]
+			if !v.Dead[r.GetNodeId()] && !failed {
 				continue
 			}
 			to, ok := v.target(p, v.Dead, load)
@@ -107,8 +111,11 @@ func PlanRepairs(v View, max int) []Move {
 				break
 			}
 			load[to]++
-			out = append(out, Move{Partition: p.GetId(), Table: p.GetTableId(), From: r.GetNodeId(), To: to,
-				Reason: fmt.Sprintf("node %d is dead", r.GetNodeId())})
+			reason := fmt.Sprintf("node %d is dead", r.GetNodeId())
+			if !v.Dead[r.GetNodeId()] {
+				reason = fmt.Sprintf("replica on node %d failed: %s", r.GetNodeId(), why)
+			}
+			out = append(out, Move{Partition: p.GetId(), Table: p.GetTableId(), From: r.GetNodeId(), To: to, Reason: reason})
 			break // one move per partition at a time
 		}
 	}

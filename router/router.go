@@ -31,7 +31,12 @@ type Config struct {
 	// DialOptions for internal gRPC connections; default insecure (TLS is
 	// a configuration option of the daemon).
 	DialOptions []grpc.DialOption
-	Logger      *slog.Logger
+	// MaxMessageBytes bounds one forwarded request or response on the wire;
+	// it must match the peer server's receive limit (the daemon uses its
+	// max frame size plus 1 MiB). Default 64 MiB; gRPC's own default of
+	// 4 MiB would fail forwarded reads of large rows.
+	MaxMessageBytes int
+	Logger          *slog.Logger
 }
 
 // Router routes requests to partitions. Safe for concurrent use.
@@ -97,9 +102,13 @@ func New(cfg Config) *Router {
 	if len(cfg.DialOptions) == 0 {
 		cfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = 64 << 20
+	}
 	// Keepalives find a dead or cut-off peer within seconds instead of
 	// leaving requests on a silent connection until TCP gives up.
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithKeepaliveParams(KeepaliveParams), grpc.WithConnectParams(ConnectParams))
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithKeepaliveParams(KeepaliveParams), grpc.WithConnectParams(ConnectParams),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)))
 	return &Router{cfg: cfg, conns: map[consensus.NodeID]*nodeConn{}}
 }
 

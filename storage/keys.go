@@ -10,6 +10,7 @@ import (
 // Key layout of the node's single Pebble store. The first byte says who owns
 // a key; see doc.go for the map from the reference design's paths.
 //
+//	0x00 0x01                     node identity (node id…)             daemon
 //	0x01 group(8) 0x01 index(8)   raft log entry                       consensus engine
 //	0x01 group(8) 0x02            raft hard state                      consensus engine
 //	0x01 group(8) 0x03            engine apply state (applied index…)  consensus engine
@@ -18,13 +19,21 @@ import (
 //	0x02 table(8) token(8) pk ck  one row (encoded cells)              replicated data
 //	0x03 table(8) token(8) pk     one logical partition's stats        replicated data
 //
+// The node identity binds the store to the node id it was written under
+// (<data_dir>/node-id holds the same id): a node whose store was lost must
+// not come back under its old id with empty raft state, or it could vote
+// twice in a term. The daemon owns its value.
+//
 // Integers are big-endian; tokens have their sign bit flipped, so byte order
 // equals token order and one physical partition (a token range of a table)
 // is one contiguous span of row keys and one of stats keys.
 const (
+	prefixNode  byte = 0x00
 	prefixLocal byte = 0x01
 	prefixData  byte = 0x02
 	prefixStats byte = 0x03
+
+	nodeIdentity byte = 0x01
 
 	localRaftLog       byte = 0x01
 	localRaftHardState byte = 0x02
@@ -70,6 +79,9 @@ func GroupLocalSpan(group uint64) Span {
 	}
 	return Span{Start: start, End: end}
 }
+
+// NodeIdentityKey holds the identity of the node the store belongs to.
+func NodeIdentityKey() []byte { return []byte{prefixNode, nodeIdentity} }
 
 // RaftLogKey is the key of the raft log entry at index.
 func RaftLogKey(group, index uint64) []byte {

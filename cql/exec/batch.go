@@ -3,7 +3,10 @@ package exec
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/cosmosd/cosmosd/cql/parser"
+	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/schema"
 )
 
@@ -29,17 +32,25 @@ func (e *Executor) runBatch(ctx context.Context, sess *Session, kind parser.Batc
 	if using.TTL != nil {
 		return nil, Invalid("Global TTL on the BATCH statement is not supported")
 	}
+	mc.batchTS, mc.batchSource = e.defaultTimestamp(modContext{req: req}), modContext{req: req}.defaultSource()
 	if using.Timestamp != nil && len(items) > 0 {
-		ts, _, err := e.timestamp(using, &schema.Table{Name: "batch"}, items[0].b, modContext{req: req})
+		ts, set, err := e.timestamp(using, &schema.Table{Name: "batch"}, items[0].b, modContext{req: req})
 		if err != nil {
 			return nil, err
 		}
-		mc.batchTS, mc.batchUsingTS = ts, true
-	}
-	if mc.batchTS == 0 {
-		mc.batchTS = e.defaultTimestamp(mc)
+		// An unset USING TIMESTAMP ? leaves the default, but the batch
+		// still has the clause, which its statements may not repeat.
+		mc.batchUsingTS = true
+		if set {
+			mc.batchTS, mc.batchSource = ts, kvpb.Mutation_STATEMENT
+		}
 	}
 	var plans []*modPlan
+	// size is the encoded size of the mutations planned so far. It is
+	// bounded as the plans are built: a batch of many statements, each
+	// expanding IN restrictions into many rows, must not be built whole
+	// before it is found too large.
+	size := 0
 	for _, it := range items {
 		itSess := sess
 		if it.sess != nil {
@@ -48,6 +59,17 @@ func (e *Executor) runBatch(ctx context.Context, sess *Session, kind parser.Batc
 		p, err := e.analyzeModify(itSess, it.stmt, it.b, mc)
 		if err != nil {
 			return nil, err
+		}
+		// Cassandra's order of checks: the batch's timestamp first.
+		if mc.batchUsingTS {
+			switch {
+			case p.cond != nil:
+				return nil, Invalid("Cannot provide custom timestamp for conditional BATCH")
+			case kind == parser.BatchCounter:
+				return nil, Invalid("Cannot provide custom timestamp for counter BATCH")
+			case p.counter:
+				return nil, Invalid("Cannot provide custom timestamp for a BATCH containing counters")
+			}
 		}
 		if kind == parser.BatchCounter && !p.counter {
 			return nil, Invalid("Cannot include non-counter statement in a counter batch")
@@ -58,8 +80,11 @@ func (e *Executor) runBatch(ctx context.Context, sess *Session, kind parser.Batc
 			}
 			return nil, Invalid("Counter and non-counter mutations cannot exist in the same batch")
 		}
-		if p.cond != nil && mc.batchUsingTS {
-			return nil, Invalid("Cannot provide custom timestamp for conditional BATCH")
+		for _, m := range p.mutations {
+			size += proto.Size(m)
+		}
+		if size > e.cfg.MaxMutationBytes {
+			return nil, Invalid("batch of at least %d bytes of mutations exceeds the maximum of %d bytes (max_mutation_bytes)", size, e.cfg.MaxMutationBytes)
 		}
 		plans = append(plans, p)
 	}

@@ -98,6 +98,9 @@ func (e *Executor) createKeyspace(ctx context.Context, s *parser.CreateKeyspaceS
 	if err := keyspaceOptions(ks, s.Options); err != nil {
 		return nil, err
 	}
+	if err := e.checkThroughput(0, ks.Throughput); err != nil {
+		return nil, err
+	}
 	created, err := e.cfg.Catalog.CreateKeyspace(ctx, ks, s.IfNotExists)
 	if errors.Is(err, cluster.ErrKeyspaceExists) {
 		return nil, &Error{Code: CodeAlreadyExists, Message: fmt.Sprintf("Keyspace %s already exists", s.Name), Keyspace: s.Name}
@@ -115,7 +118,13 @@ func (e *Executor) alterKeyspace(ctx context.Context, s *parser.AlterKeyspaceStm
 	if isSystemKeyspace(s.Name) {
 		return nil, newErr(CodeUnauthorized, "%s keyspace is not user-modifiable", s.Name)
 	}
-	err := e.cfg.Catalog.AlterKeyspace(ctx, s.Name, func(ks *schema.Keyspace) error { return keyspaceOptions(ks, s.Options) })
+	err := e.cfg.Catalog.AlterKeyspace(ctx, s.Name, func(ks *schema.Keyspace) error {
+		old := ks.Throughput
+		if err := keyspaceOptions(ks, s.Options); err != nil {
+			return err
+		}
+		return e.checkThroughput(old, ks.Throughput)
+	})
 	if errors.Is(err, cluster.ErrKeyspaceNotFound) {
 		if s.IfExists {
 			return voidResult, nil
@@ -348,6 +357,9 @@ func (e *Executor) createTable(ctx context.Context, sess *Session, s *parser.Cre
 	if err := tableOptions(t, s.Options); err != nil {
 		return nil, err
 	}
+	if err := e.checkThroughput(0, t.Options.Throughput); err != nil {
+		return nil, err
+	}
 	if counters > 0 && t.Options.DefaultTTL > 0 {
 		return nil, Invalid("Cannot set default_time_to_live on a table with counters")
 	}
@@ -391,7 +403,18 @@ func (e *Executor) partitionsFor(throughput int64) int {
 		return 1
 	}
 	n := (throughput + e.cfg.PhysicalPartitionMaxRU - 1) / e.cfg.PhysicalPartitionMaxRU
-	return int(max(1, min(n, 4096)))
+	return int(max(1, min(n, int64(e.cfg.MaxPartitionsPerTable))))
+}
+
+// checkThroughput refuses provisioning more RU/s than
+// MaxProvisionedThroughput. Only a changed value is checked, so that a
+// table provisioned before the limit was lowered can still be altered in
+// other ways.
+func (e *Executor) checkThroughput(old, n int64) error {
+	if n == old || n <= e.cfg.MaxProvisionedThroughput {
+		return nil
+	}
+	return Invalid("%s = %d exceeds the maximum of %d RU/s (max_provisioned_throughput)", ThroughputOption, n, e.cfg.MaxProvisionedThroughput)
 }
 
 func (e *Executor) alterTable(ctx context.Context, sess *Session, s *parser.AlterTableStmt) (*Result, error) {
@@ -408,7 +431,11 @@ func (e *Executor) alterTable(ctx context.Context, sess *Session, s *parser.Alte
 	noop := false
 	_, err = e.cfg.Catalog.AlterTable(ctx, ks, s.Table.Name, func(t *schema.Table) error {
 		noop = false
-		return alterTableDef(t, s, &noop)
+		old := t.Options.Throughput
+		if err := alterTableDef(t, s, &noop); err != nil {
+			return err
+		}
+		return e.checkThroughput(old, t.Options.Throughput)
 	})
 	if errors.Is(err, cluster.ErrTableNotFound) {
 		if s.IfExists {

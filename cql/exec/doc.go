@@ -15,4 +15,14 @@
 // validated against their column types, sizes against the configured
 // limits, and restrictions against Cassandra's rules, with Cassandra's
 // messages where drivers or users may match on them.
+//
+// What one request may cost is bounded before the cost is paid: the
+// cartesian products of IN restrictions are computed from the list sizes
+// before any key is built (MaxPartitionKeyRestrictions,
+// MaxClusteringKeyRestrictions); writes are sized before they are routed
+// (MaxMutationBytes, per partition and per batch, checked as a batch is
+// planned); a page ends at PageMaxBytes and an unpaged result fails past
+// MaxUnpagedResultBytes while it is being collected; provisioned
+// throughput is capped (MaxProvisionedThroughput); the prepared statement
+// cache is bounded in bytes as well as in count.
 package exec

@@ -50,6 +50,44 @@ type Config struct {
 	PhysicalPartitionMaxRU int64
 	// PreparedCacheSize bounds the prepared statements kept (default 10000).
 	PreparedCacheSize int
+	// PreparedCacheBytes bounds the memory the prepared statements kept
+	// hold, as estimated from their text (default 256 MiB): a few huge
+	// statements must not fill the memory that 10000 ordinary ones would
+	// fit in.
+	PreparedCacheBytes int64
+	// MaxPartitionKeyRestrictions bounds the partition keys one statement
+	// may address through IN restrictions: the product of the IN list
+	// sizes over the partition-key columns. Default 100
+	// (DefaultMaxPartitionKeyRestrictions); negative disables the limit.
+	MaxPartitionKeyRestrictions int
+	// MaxClusteringKeyRestrictions likewise bounds the clustering
+	// prefixes (the product over the clustering columns). Default 100
+	// (DefaultMaxClusteringKeyRestrictions); negative disables the limit.
+	MaxClusteringKeyRestrictions int
+	// MaxMutationBytes bounds the encoded write request that one statement
+	// or batch sends to one physical partition, and the whole of a batch:
+	// such a request becomes one raft entry, which every follower must
+	// receive in one internode message. It must therefore stay below the
+	// internode gRPC message limit (the peer server accepts
+	// max_frame_bytes + 1 MiB). Default partition.DefaultMaxMutationBytes
+	// (16 MiB, Cassandra's default maximum mutation size).
+	MaxMutationBytes int
+	// PageMaxBytes ends a page early, with a paging state, once the rows
+	// in it take this many bytes (protocol v4 lets a page hold fewer rows
+	// than the page size). Default 8 MiB (DefaultPageMaxBytes).
+	PageMaxBytes int
+	// MaxUnpagedResultBytes fails an unpaged SELECT (page size <= 0) whose
+	// result grows past it, before more is read. Default 64 MiB
+	// (DefaultMaxUnpagedResultBytes).
+	MaxUnpagedResultBytes int
+	// MaxProvisionedThroughput is the most RU/s a table or keyspace may be
+	// provisioned with (cosmosdb_provisioned_throughput). Default
+	// 1,000,000 (DefaultMaxProvisionedThroughput), Cosmos DB's default
+	// limit per container.
+	MaxProvisionedThroughput int64
+	// MaxPartitionsPerTable caps the physical partitions a table is
+	// created with. Default 1024 (DefaultMaxPartitionsPerTable).
+	MaxPartitionsPerTable int
 	// ClusterName is system.local.cluster_name. Default "cosmosd".
 	ClusterName string
 	// ReleaseVersion is what system.local reports. Default "3.11.17", the
@@ -60,6 +98,14 @@ type Config struct {
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// Defaults of Config.
+const (
+	DefaultPageMaxBytes             = 8 << 20
+	DefaultMaxUnpagedResultBytes    = 64 << 20
+	DefaultMaxProvisionedThroughput = 1_000_000
+	DefaultMaxPartitionsPerTable    = 1024
+)
 
 // Executor runs statements. Safe for concurrent use.
 type Executor struct {
@@ -81,6 +127,30 @@ func New(cfg Config) *Executor {
 	if cfg.PreparedCacheSize == 0 {
 		cfg.PreparedCacheSize = 10_000
 	}
+	if cfg.PreparedCacheBytes <= 0 {
+		cfg.PreparedCacheBytes = 256 << 20
+	}
+	if cfg.MaxPartitionKeyRestrictions == 0 {
+		cfg.MaxPartitionKeyRestrictions = DefaultMaxPartitionKeyRestrictions
+	}
+	if cfg.MaxClusteringKeyRestrictions == 0 {
+		cfg.MaxClusteringKeyRestrictions = DefaultMaxClusteringKeyRestrictions
+	}
+	if cfg.MaxMutationBytes <= 0 {
+		cfg.MaxMutationBytes = partition.DefaultMaxMutationBytes
+	}
+	if cfg.PageMaxBytes <= 0 {
+		cfg.PageMaxBytes = DefaultPageMaxBytes
+	}
+	if cfg.MaxUnpagedResultBytes <= 0 {
+		cfg.MaxUnpagedResultBytes = DefaultMaxUnpagedResultBytes
+	}
+	if cfg.MaxProvisionedThroughput <= 0 {
+		cfg.MaxProvisionedThroughput = DefaultMaxProvisionedThroughput
+	}
+	if cfg.MaxPartitionsPerTable <= 0 {
+		cfg.MaxPartitionsPerTable = DefaultMaxPartitionsPerTable
+	}
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = "cosmosd"
 	}
@@ -93,7 +163,7 @@ func New(cfg Config) *Executor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Executor{cfg: cfg, prepared: newPreparedCache(cfg.PreparedCacheSize)}
+	return &Executor{cfg: cfg, prepared: newPreparedCache(cfg.PreparedCacheSize, cfg.PreparedCacheBytes)}
 }
 
 // Session is the per-connection state. Safe for concurrent use: requests
@@ -206,23 +276,40 @@ func (e *Executor) Query(ctx context.Context, sess *Session, query string, req R
 		return nil, err
 	}
 	markers := len(parser.BindMarkers(stmt))
-	b, err := newBinder(req.Values, req.Names, markers, e.cfg.Now(), e.cfg.MaxValueBytes)
+	b, err := e.newBinder(req.Values, req.Names, markers)
 	if err != nil {
 		return nil, err
 	}
 	return e.run(ctx, sess, stmt, b, req, query)
 }
 
+// newBinder returns a binder of a request's values with the executor's
+// limits.
+func (e *Executor) newBinder(values []Value, names []string, markers int) (*binder, error) {
+	b, err := newBinder(values, names, markers, e.cfg.Now(), e.cfg.MaxValueBytes)
+	if err != nil {
+		return nil, err
+	}
+	b.limits = restrictionLimits{partitionKeys: e.cfg.MaxPartitionKeyRestrictions, clustering: e.cfg.MaxClusteringKeyRestrictions}
+	return b, nil
+}
+
 func parse(query string) (parser.Statement, error) {
-	stmt, err := parser.Parse(query)
+	stmt, _, err := parseLimited(query, parser.MaxTokens)
+	return stmt, err
+}
+
+// parseLimited parses with a token budget (see parser.ParseLimited).
+func parseLimited(query string, maxTokens int) (parser.Statement, int, error) {
+	stmt, n, err := parser.ParseLimited(query, maxTokens)
 	if err != nil {
 		var se *parser.SyntaxError
 		if errors.As(err, &se) {
-			return nil, Syntax("%s", se.Error())
+			return nil, n, Syntax("%s", se.Error())
 		}
-		return nil, Syntax("%v", err)
+		return nil, n, Syntax("%v", err)
 	}
-	return stmt, nil
+	return stmt, n, nil
 }
 
 // run dispatches a parsed statement. A DML statement refused as invalid is

@@ -73,11 +73,18 @@ func (e *Executor) applyConditional(ctx context.Context, plans []*modPlan, conds
 			if m.GetToken() != token || string(m.GetPk()) != string(conds[0].GetPk()) {
 				return nil, Invalid("Batch with conditions cannot span multiple partitions")
 			}
-			// A conditional write is stamped at apply time order, not by
-			// the client, so later plain writes with the coordinator's
-			// clock still win over it.
+			// The state machine stamps a conditional write at apply time,
+			// max(now, above everything in the partition), ignoring the
+			// client's timestamp as Cassandra's Paxos does (partition/
+			// write.go, "Write timestamps"). Sending now as the timestamp
+			// too makes a replica that predates that rule write the same
+			// timestamp whenever the clocks are sane.
+			m.Timestamp, m.TimestampSource = w.NowMicros, kvpb.Mutation_COORDINATOR
 			w.Mutations = append(w.Mutations, m)
 		}
+	}
+	if err := e.checkMutationSize(w); err != nil {
+		return nil, err
 	}
 	resp, err := e.cfg.Router.Write(ctx, router.Target{Table: t.ID, Token: token}, w)
 	if err != nil {

@@ -36,9 +36,11 @@ type modPlan struct {
 type modContext struct {
 	req Request
 	// batchTS is the timestamp shared by a batch's statements that set
-	// none of their own: the batch's USING TIMESTAMP, else its default.
-	batchTS int64
-	inBatch bool
+	// none of their own: the batch's USING TIMESTAMP, else its default;
+	// batchSource says who chose it. Both are set when inBatch.
+	batchTS     int64
+	batchSource kvpb.Mutation_TimestampSource
+	inBatch     bool
 	// batchUsingTS: the batch itself has USING TIMESTAMP, which its
 	// statements may then not repeat.
 	batchUsingTS bool
@@ -85,13 +87,27 @@ func (e *Executor) timestamp(using parser.Using, t *schema.Table, b *binder, mc 
 }
 
 func (e *Executor) defaultTimestamp(mc modContext) int64 {
-	if mc.batchTS != 0 {
+	if mc.inBatch {
 		return mc.batchTS
 	}
 	if mc.req.HasTimestamp {
 		return mc.req.Timestamp
 	}
 	return e.cfg.Now().UnixMicro()
+}
+
+// defaultSource says who chose defaultTimestamp's timestamp. The state
+// machine raises a coordinator's timestamp above what the logical
+// partition holds and keeps a client's (partition/write.go, "Write
+// timestamps"), so a statement's mutations must say which they carry.
+func (mc modContext) defaultSource() kvpb.Mutation_TimestampSource {
+	switch {
+	case mc.inBatch:
+		return mc.batchSource
+	case mc.req.HasTimestamp:
+		return kvpb.Mutation_CLIENT
+	}
+	return kvpb.Mutation_COORDINATOR
 }
 
 // ttl resolves USING TTL or the table default.
@@ -141,14 +157,26 @@ func (e *Executor) analyzeModify(sess *Session, stmt parser.Statement, b *binder
 	if vt != nil {
 		return nil, newErr(CodeUnauthorized, "%s keyspace is not user-modifiable", t.Keyspace)
 	}
+	var p *modPlan
 	switch s := stmt.(type) {
 	case *parser.InsertStmt:
-		return e.analyzeInsert(t, s, b, mc)
+		p, err = e.analyzeInsert(t, s, b, mc)
 	case *parser.UpdateStmt:
-		return e.analyzeUpdate(t, s, b, mc)
+		p, err = e.analyzeUpdate(t, s, b, mc)
 	default:
-		return e.analyzeDelete(t, stmt.(*parser.DeleteStmt), b, mc)
+		p, err = e.analyzeDelete(t, stmt.(*parser.DeleteStmt), b, mc)
 	}
+	if err != nil {
+		return nil, err
+	}
+	src := mc.defaultSource()
+	if p.hasTimestamp {
+		src = kvpb.Mutation_STATEMENT
+	}
+	for _, m := range p.mutations {
+		m.TimestampSource = src
+	}
+	return p, nil
 }
 
 func spec(t *schema.Table, c *schema.Column) ColumnSpec {
@@ -329,6 +357,11 @@ func (e *Executor) analyzeUpdate(t *schema.Table, s *parser.UpdateStmt, b *binde
 		return nil, err
 	}
 	p := &modPlan{table: t, counter: t.IsCounter(), hasTimestamp: hasTS}
+	// Counter updates are read-modify-writes ordered by the log (see
+	// defaultSource); as in Cassandra they take no timestamp of their own.
+	if p.counter && hasTS && !s.IfExists && len(s.Conditions) == 0 {
+		return nil, Invalid("Cannot provide custom timestamp for counter updates")
+	}
 	if p.counter && s.Using.TTL != nil {
 		return nil, Invalid("Cannot provide custom TTL for counter updates")
 	}
@@ -540,6 +573,9 @@ func (e *Executor) analyzeDelete(t *schema.Table, s *parser.DeleteStmt, b *binde
 		return nil, err
 	}
 	p := &modPlan{table: t, hasTimestamp: hasTS}
+	if t.IsCounter() && hasTS && !s.IfExists && len(s.Conditions) == 0 {
+		return nil, Invalid("Cannot provide custom timestamp for counter updates")
+	}
 	var rowOps, staticOps []*kvpb.ColumnOp
 	for _, target := range s.Columns {
 		c := t.Column(target.Column)
@@ -678,6 +714,13 @@ func (e *Executor) applyPlans(ctx context.Context, plans []*modPlan, req Request
 				groups = append(groups, g)
 			}
 			g.req.Mutations = append(g.req.Mutations, m)
+		}
+	}
+	// Sizes are checked before anything is sent, so that a refused
+	// statement or batch has no effect on any partition.
+	for _, g := range groups {
+		if err := e.checkMutationSize(g.req); err != nil {
+			return nil, err
 		}
 	}
 	var charge float64

@@ -86,6 +86,7 @@ func (c *preparedCache) remove(id []byte) {
 	if el, ok := c.byID[string(id)]; ok {
 		c.order.Remove(el)
 		delete(c.byID, string(id))
+		c.bytes -= cost(el.Value.(*Prepared))
 	}
 }
 
@@ -104,18 +105,28 @@ func (e *Executor) lookup(id []byte) (*Prepared, error) {
 	return p, nil
 }
 
-// preparedCache is a bounded LRU of prepared statements. Safe for
-// concurrent use.
+// preparedCache is an LRU of prepared statements bounded in count and in
+// (estimated) bytes. Safe for concurrent use.
 type preparedCache struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List
-	byID  map[string]*list.Element
+	mu       sync.Mutex
+	max      int
+	maxBytes int64
+	bytes    int64 // sum of cost() over the cache
+	order    *list.List
+	byID     map[string]*list.Element
 }
 
-func newPreparedCache(max int) *preparedCache {
-	return &preparedCache{max: max, order: list.New(), byID: map[string]*list.Element{}}
+func newPreparedCache(max int, maxBytes int64) *preparedCache {
+	return &preparedCache{max: max, maxBytes: maxBytes, order: list.New(), byID: map[string]*list.Element{}}
 }
+
+// cost estimates the memory a prepared statement holds: its text and its
+// AST, which takes up to about 20 bytes per byte of dense text (a long IN
+// list), plus a constant for the metadata.
+func cost(p *Prepared) int64 { return 1024 + 32*int64(len(p.Query)) }
+
+// fits reports whether a statement can be cached at all.
+func (c *preparedCache) fits(p *Prepared) bool { return cost(p) <= c.maxBytes }
 
 func (c *preparedCache) get(id []byte) (*Prepared, bool) {
 	c.mu.Lock()
@@ -132,15 +143,18 @@ func (c *preparedCache) put(p *Prepared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byID[string(p.ID)]; ok {
+		c.bytes += cost(p) - cost(el.Value.(*Prepared))
 		el.Value = p
 		c.order.MoveToFront(el)
-		return
+	} else {
+		c.byID[string(p.ID)] = c.order.PushFront(p)
+		c.bytes += cost(p)
 	}
-	c.byID[string(p.ID)] = c.order.PushFront(p)
-	for c.order.Len() > c.max {
+	for c.order.Len() > c.max || (c.bytes > c.maxBytes && c.order.Len() > 1) {
 		last := c.order.Back()
 		c.order.Remove(last)
 		delete(c.byID, string(last.Value.(*Prepared).ID))
+		c.bytes -= cost(last.Value.(*Prepared))
 	}
 }
 
@@ -205,6 +219,12 @@ func (e *Executor) Prepare(ctx context.Context, sess *Session, query string) (*P
 	if table != nil {
 		p.PKIndices = pkIndices(table, stmt, markers)
 	}
+	if !e.prepared.fits(p) {
+		// As Cassandra: a statement that would fill the cache alone is
+		// refused; it can still run unprepared.
+		return nil, Invalid("Prepared statement of %d bytes is too large for the prepared statement cache (at most about %d bytes); run it as a plain query",
+			len(query), e.cfg.PreparedCacheBytes/32)
+	}
 	e.prepared.put(p)
 	return p, nil
 }
@@ -256,7 +276,7 @@ func (e *Executor) Execute(ctx context.Context, sess *Session, id []byte, req Re
 	if err != nil {
 		return nil, err
 	}
-	b, err := newBinder(req.Values, req.Names, p.markers, e.cfg.Now(), e.cfg.MaxValueBytes)
+	b, err := e.newBinder(req.Values, req.Names, p.markers)
 	if err != nil {
 		return nil, err
 	}
@@ -287,6 +307,10 @@ type BatchStatement struct {
 // Batch runs a protocol BATCH message.
 func (e *Executor) Batch(ctx context.Context, sess *Session, kind parser.BatchKind, stmts []BatchStatement, req Request) (*Result, error) {
 	items := make([]batchItem, 0, len(stmts))
+	// tokens is what the batch's query strings may still have: their
+	// ASTs are all kept until the batch is applied, so they share the
+	// bound one statement has.
+	tokens := parser.MaxTokens
 	for _, bs := range stmts {
 		var stmt parser.Statement
 		ksSess := sess
@@ -300,17 +324,21 @@ func (e *Executor) Batch(ctx context.Context, sess *Session, kind parser.BatchKi
 				ksSess = &Session{keyspace: p.Keyspace}
 			}
 		} else {
-			var err error
-			if stmt, err = parse(bs.Query); err != nil {
+			stmt2, n, err := parseLimited(bs.Query, tokens)
+			if err != nil {
+				if n >= tokens && tokens < parser.MaxTokens {
+					return nil, Invalid("BATCH too large: its statements have more than %d tokens in all; send fewer statements per batch, or prepare them", parser.MaxTokens)
+				}
 				return nil, err
 			}
+			stmt, tokens = stmt2, tokens-n
 		}
 		switch stmt.(type) {
 		case *parser.InsertStmt, *parser.UpdateStmt, *parser.DeleteStmt:
 		default:
 			return nil, Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.")
 		}
-		b, err := newBinder(bs.Values, nil, len(parser.BindMarkers(stmt)), e.cfg.Now(), e.cfg.MaxValueBytes)
+		b, err := e.newBinder(bs.Values, nil, len(parser.BindMarkers(stmt)))
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"math"
 	"sort"
 	"strings"
 
@@ -39,11 +40,62 @@ type restrictions struct {
 	hasToken bool
 	tokLo    int64
 	tokHi    int64
+	// limits bound the key combinations the IN restrictions may expand to.
+	limits restrictionLimits
+}
+
+// restrictionLimits bound the cartesian products of IN restrictions: the
+// partition keys a statement addresses (the product of the IN list sizes
+// over the partition-key columns) and the clustering prefixes it reads or
+// writes in each of them (the product over the clustering columns). Both
+// are checked from the list sizes before any key is built: three IN lists
+// of 120 values would otherwise build 1.7 million keys for one statement.
+// Zero or negative means unlimited. ScyllaDB has the same two limits
+// (max_partition_key_restrictions_per_query and
+// max_clustering_key_restrictions_per_query, both 100 by default).
+type restrictionLimits struct {
+	partitionKeys int
+	clustering    int
+}
+
+// Defaults of the restriction limits.
+const (
+	DefaultMaxPartitionKeyRestrictions  = 100
+	DefaultMaxClusteringKeyRestrictions = 100
+)
+
+// product multiplies list sizes, saturating at math.MaxInt64 instead of
+// overflowing.
+func product(sizes ...int) int64 {
+	p := int64(1)
+	for _, n := range sizes {
+		switch {
+		case n == 0:
+			return 0
+		case p > math.MaxInt64/int64(n):
+			p = math.MaxInt64
+		default:
+			p *= int64(n)
+		}
+	}
+	return p
+}
+
+// checkProduct refuses a cartesian product of IN restrictions over limit.
+func checkProduct(what string, p int64, limit int, key string) error {
+	if limit <= 0 || p <= int64(limit) {
+		return nil
+	}
+	size := itoa(p)
+	if p == math.MaxInt64 {
+		size = "more than " + size
+	}
+	return Invalid("%s cartesian product size %s is greater than the maximum of %d (%s): use fewer values in the IN restrictions, or run several queries", what, size, limit, key)
 }
 
 // analyzeWhere binds the relations of a WHERE clause.
 func analyzeWhere(t *schema.Table, where []parser.Relation, b *binder) (*restrictions, error) {
-	r := &restrictions{t: t, byCol: map[string][]*colRestriction{}, tokLo: minToken, tokHi: maxToken, prepare: b.prepare}
+	r := &restrictions{t: t, byCol: map[string][]*colRestriction{}, tokLo: minToken, tokHi: maxToken, prepare: b.prepare, limits: b.limits}
 	spec := func(c *schema.Column, name string, typ cqltype.Type) ColumnSpec {
 		if name == "" {
 			name = c.Name
@@ -385,6 +437,13 @@ func (r *restrictions) partitionKeys() ([]partitionKey, bool, error) {
 		}
 		lists[i] = rs[0].values
 	}
+	sizes := make([]int, len(lists))
+	for i, l := range lists {
+		sizes[i] = len(l)
+	}
+	if err := checkProduct("Partition key", product(sizes...), r.limits.partitionKeys, "max_partition_key_restrictions_per_query"); err != nil {
+		return nil, true, err
+	}
 	var keys []partitionKey
 	seen := map[string]bool{}
 	var err error
@@ -469,6 +528,9 @@ func (r *restrictions) clustering() (*clusteringPlan, error) {
 		default:
 			p.exact = false
 		}
+	}
+	if err := r.checkClusteringProduct(tuple); err != nil {
+		return nil, err
 	}
 	i := 0
 	for ; i < len(cks); i++ {
@@ -565,6 +627,32 @@ func (r *restrictions) clustering() (*clusteringPlan, error) {
 	sort.Slice(p.prefixes, func(a, b int) bool { return string(p.prefixes[a]) < string(p.prefixes[b]) })
 	p.prefixes = dedupeBytes(p.prefixes)
 	return p, nil
+}
+
+// checkClusteringProduct applies the clustering limit to the prefixes
+// clustering() would build: one per combination of the leading EQ/IN
+// columns, times the tuples of a multi-column EQ/IN right after them.
+func (r *restrictions) checkClusteringProduct(tuple *tupleRestriction) error {
+	if r.prepare || r.limits.clustering <= 0 {
+		return nil
+	}
+	cks := r.t.ClusteringColumns()
+	var sizes []int
+	i := 0
+	for ; i < len(cks); i++ {
+		if tuple != nil && tuple.cols[0].Position == i {
+			break
+		}
+		rs := r.byCol[cks[i].Name]
+		if len(rs) != 1 || (rs[0].op != parser.OpEq && rs[0].op != parser.OpIn) || rs[0].mapKey != nil {
+			break
+		}
+		sizes = append(sizes, len(rs[0].values))
+	}
+	if tuple != nil && tuple.cols[0].Position == i && (tuple.op == parser.OpEq || tuple.op == parser.OpIn) {
+		sizes = append(sizes, len(tuple.tuples))
+	}
+	return checkProduct("Clustering key", product(sizes...), r.limits.clustering, "max_clustering_key_restrictions_per_query")
 }
 
 func dedupeBytes(in [][]byte) [][]byte {

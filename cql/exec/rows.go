@@ -191,12 +191,12 @@ func (s *rowSource) decode(kv *kvpb.Row, prefix []byte) (*qrow, error) {
 		// follows.
 		resumedInside := samePart || (len(s.ps.resume) > len(prefix) && bytes.Equal(partitionPrefixOf(s.ps.resume), prefix))
 		if s.p.staticRows && !resumedInside && s.partHits == 0 {
-			s.pending = &qrow{token: k.Token, pk: pk, static: &row, now: now}
+			s.pending = &qrow{token: k.Token, pk: pk, static: &row, now: now, size: len(kv.GetKey()) + len(kv.GetValue())}
 		}
 		return nil, nil
 	}
 	s.pending = nil
-	q := &qrow{token: k.Token, pk: pk, row: &row, static: s.static, now: now}
+	q := &qrow{token: k.Token, pk: pk, row: &row, static: s.static, now: now, size: len(kv.GetKey()) + len(kv.GetValue())}
 	if hasCK {
 		if q.ck, err = decodeClustering(s.p.t, k.CK); err != nil {
 			return nil, ServerError("%v", err)

@@ -439,6 +439,11 @@ func (e *Executor) executeSelect(ctx context.Context, sess *Session, p *selectPl
 		cur: cursor{keyIndex: ps.keyIndex, from: ps.from, key: ps.resume, partRows: ps.partRows}}
 	var out [][][]byte
 	var collected []*qrow
+	// outBytes is the encoded size of the rows in out (or collected):
+	// a page ends once it reaches PageMaxBytes, and an unpaged result
+	// fails once it passes MaxUnpagedResultBytes, so no SELECT holds more
+	// than about that much, whatever its page size.
+	outBytes := 0
 	for budget != 0 {
 		r, err := src.next(budget - len(out))
 		if err != nil {
@@ -461,6 +466,11 @@ func (e *Executor) executeSelect(ctx context.Context, sess *Session, p *selectPl
 			// what is aggregated (the budget is unbounded here).
 			src.emitted(r)
 		case p.sortInMemory:
+			// The whole result is sorted in memory, page or not.
+			if outBytes += r.size; outBytes > e.cfg.MaxUnpagedResultBytes {
+				return nil, Invalid("Result of a query with ORDER BY and an IN restriction on the partition key, sorted in memory, exceeds %d bytes (max_unpaged_result_bytes); add a LIMIT, use fewer partition keys, or remove the ORDER BY and sort client side",
+					e.cfg.MaxUnpagedResultBytes)
+			}
 			collected = append(collected, r)
 			src.emitted(r)
 		default:
@@ -472,6 +482,16 @@ func (e *Executor) executeSelect(ctx context.Context, sess *Session, p *selectPl
 			src.emitted(r)
 			if budget > 0 && len(out) >= budget {
 				budget = 0
+			}
+			outBytes += rowBytes(row)
+			switch {
+			case pageSize > 0 && outBytes >= e.cfg.PageMaxBytes:
+				// Protocol v4 lets a page hold fewer rows than the page
+				// size; the paging state says where to go on.
+				budget = 0
+			case pageSize <= 0 && outBytes > e.cfg.MaxUnpagedResultBytes:
+				return nil, Invalid("Result of an unpaged query exceeds %d bytes (max_unpaged_result_bytes); page the query (set a page size) or add a LIMIT",
+					e.cfg.MaxUnpagedResultBytes)
 			}
 		}
 	}
@@ -503,6 +523,15 @@ func (e *Executor) executeSelect(ctx context.Context, sess *Session, p *selectPl
 	}
 	res.Charge = src.charge()
 	return res, nil
+}
+
+// rowBytes is the encoded size of a result row: each cell is a [bytes].
+func rowBytes(row [][]byte) int {
+	n := 0
+	for _, c := range row {
+		n += 4 + len(c)
+	}
+	return n
 }
 
 // countUpTo is a cheap bound used to decide whether an IN + ORDER BY query

@@ -23,6 +23,9 @@ type qrow struct {
 	// virtual rows carry values by column name.
 	virtual map[string][]byte
 	now     int64 // seconds, for ttl()
+	// size is the stored size of the row (key and value), what holding
+	// it in memory costs; 0 for virtual rows.
+	size int
 }
 
 // cell returns the cell of column c, or nil.

@@ -46,6 +46,9 @@ type binder struct {
 	specs    []ColumnSpec // receivers by marker index
 	now      time.Time
 	maxValue int
+	// limits bound the key combinations of IN restrictions (zero: none,
+	// as while preparing, when no value is bound).
+	limits restrictionLimits
 }
 
 func newBinder(values []Value, names []string, markers int, now time.Time, maxValue int) (*binder, error) {

@@ -29,10 +29,12 @@
 //     After an ErrMalformed from Reader.ReadFrame or a decoder, the connection
 //     is still in sync (the whole body was consumed), so the server can answer
 //     ERROR 0x000A with the request's stream id and carry on.
-//   - *FrameTooLargeError and *UnsupportedVersionError are returned together
-//     with the frame header (so the stream id is known). After either, the
-//     server should answer and close the connection: an oversized body is not
-//     consumed, and Cassandra closes after a version mismatch.
+//   - *FrameTooLargeError, *NegativeLengthError and *UnsupportedVersionError
+//     are returned together with the frame header (so the stream id is
+//     known). After any of them, the server should answer and close the
+//     connection: an oversized or negative-length body cannot be consumed
+//     (the connection is out of sync), and Cassandra closes after a version
+//     mismatch.
 //   - Decoded []byte fields (values, ids, paging states, tokens, custom payload
 //     values) alias the frame body; decoded strings are copies. Reader gives
 //     every frame a freshly allocated body, so a decoded request may be handed

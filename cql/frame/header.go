@@ -82,6 +82,20 @@ func (e *FrameTooLargeError) Error() string {
 	return fmt.Sprintf("frame body of %d bytes exceeds the limit of %d bytes", e.Length, e.Max)
 }
 
+// NegativeLengthError reports a frame header whose body length (a signed
+// [int]) is negative. Like FrameTooLargeError it is not ErrMalformed: where
+// the body ends is unknown, so the connection is out of sync. Answer a
+// Protocol error on Stream and close.
+type NegativeLengthError struct {
+	Stream int16
+	Opcode Opcode
+	Length int32
+}
+
+func (e *NegativeLengthError) Error() string {
+	return fmt.Sprintf("Invalid frame: negative body length %d", e.Length)
+}
+
 // Frame is a header and its body.
 type Frame struct {
 	Header Header
@@ -102,7 +116,7 @@ type Frame struct {
 //   - *UnsupportedVersionError if the version byte is not 0x04. When the body
 //     length is within [0, maxBodyBytes] the body has been skipped.
 //   - *FrameTooLargeError if the body is longer than maxBodyBytes.
-//   - ErrMalformed (wrapped) for a negative body length.
+//   - *NegativeLengthError for a negative body length.
 //
 // With every error after the header was read, the returned Frame carries
 // the header, so the caller knows the stream to answer on.
@@ -172,7 +186,7 @@ func readHeader(r io.Reader, hdr *[HeaderSize]byte, want byte, maxBodyBytes int)
 		return h, skipUnsupported(r, hdr, h, maxBodyBytes)
 	}
 	if h.Length < 0 {
-		return h, fmt.Errorf("%w: %s: negative body length", ErrMalformed, h)
+		return h, &NegativeLengthError{Stream: h.Stream, Opcode: h.Opcode, Length: h.Length}
 	}
 	if int64(h.Length) > int64(maxBodyBytes) {
 		return h, &FrameTooLargeError{Stream: h.Stream, Opcode: h.Opcode, Length: h.Length, Max: maxBodyBytes}

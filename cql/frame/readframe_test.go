@@ -100,7 +100,12 @@ func TestReadFrameErrors(t *testing.T) {
 			var e *FrameTooLargeError
 			return errors.As(err, &e) && e.Length == 1025 && e.Max == 1024
 		}, 2, false},
-		{"negative-length", []byte{4, 0, 0, 3, 7, 0xff, 0xff, 0xff, 0xff}, nil, func(err error) bool { return errors.Is(err, ErrMalformed) }, 3, false},
+		// Not ErrMalformed: that would tell the server the connection is
+		// still in sync and it may carry on reading.
+		{"negative-length", []byte{4, 0, 0, 3, 7, 0xff, 0xff, 0xff, 0xff}, nil, func(err error) bool {
+			var e *NegativeLengthError
+			return errors.As(err, &e) && e.Length == -1 && !errors.Is(err, ErrMalformed)
+		}, 3, false},
 		{"compressed-without-compressor", []byte{4, FlagCompression, 0, 4, 7, 0, 0, 0, 2, 1, 2}, nil,
 			func(err error) bool { return errors.Is(err, ErrMalformed) }, 4, true},
 		{"corrupt-lz4", []byte{4, FlagCompression, 0, 5, 7, 0, 0, 0, 6, 0, 0, 0, 9, 0xff, 0xff}, LZ4{},

@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -50,9 +52,24 @@ type lexer struct {
 	toks      []token
 }
 
-// lex tokenizes src completely. The last token is always tEOF.
-func lex(src string) ([]token, error) {
-	l := &lexer{src: src, line: 1, toks: make([]token, 0, len(src)/4+2)}
+// MaxTokens bounds the tokens of one statement. A token takes 56 bytes and
+// its AST node about as much again, for as little as one byte of query
+// text ("1,1,1,..."), so without a bound a 256 MiB frame of text could make
+// the parser allocate many gigabytes. 262,144 tokens is a megabyte or more
+// of CQL, more than any statement needs (bulk loads send many statements,
+// or a protocol BATCH of prepared ones), and caps what lexing and parsing
+// one statement allocates at about 60 MiB.
+const MaxTokens = 1 << 18
+
+// lexPrealloc bounds the tokens allocated before any is found: a long
+// query may be one long literal (a 4 MiB blob), not many tokens.
+const lexPrealloc = 1024
+
+// lex tokenizes src completely, refusing more than maxTokens tokens. The
+// last token is always tEOF. On an error the tokens are nil, except when
+// the limit was reached: then they are the first maxTokens.
+func lex(src string, maxTokens int) ([]token, error) {
+	l := &lexer{src: src, line: 1, toks: make([]token, 0, min(len(src)/4+2, lexPrealloc))}
 	for {
 		if err := l.skipSpaceAndComments(); err != nil {
 			return nil, err
@@ -60,6 +77,11 @@ func lex(src string) ([]token, error) {
 		if l.i >= len(l.src) {
 			l.toks = append(l.toks, token{kind: tEOF, pos: l.i, end: l.i, line: l.line, col: l.col})
 			return l.toks, nil
+		}
+		if len(l.toks) >= maxTokens {
+			// The tokens so far go with the error, so that callers know
+			// the budget ran out.
+			return l.toks, l.errAt(l.line, l.col, fmt.Sprintf("statement too long: more than %d tokens", maxTokens))
 		}
 		if err := l.next(); err != nil {
 			return nil, err
@@ -116,6 +138,11 @@ func (l *lexer) skipSpaceAndComments() error {
 
 func (l *lexer) emit(kind tokKind, text string, end int) {
 	t := token{kind: kind, text: text, pos: l.i, end: end, line: l.line, col: l.col}
+	if len(l.toks) == cap(l.toks) {
+		// Double: append grows large slices by a quarter, which allocates
+		// five times the final size along the way.
+		l.toks = slices.Grow(l.toks, len(l.toks))
+	}
 	l.toks = append(l.toks, t)
 	l.advance(end)
 }

@@ -6,7 +6,7 @@ import (
 
 func TestLexPositions(t *testing.T) {
 	src := "SELECT a,\n  \"B\" FROM -- c\n /* x\ny */ t WHERE k = 'é''s' AND d>=1h"
-	toks, err := lex(src)
+	toks, err := lex(src, MaxTokens)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLexTokens(t *testing.T) {
 		{"$$a$b$$", []tokKind{tString}, []string{"a$b"}},
 		{`"a""b" 'c''d'`, []tokKind{tQuoted, tString}, []string{`a"b`, "c'd"}},
 	} {
-		toks, err := lex(tc.src)
+		toks, err := lex(tc.src, MaxTokens)
 		if err != nil {
 			t.Errorf("lex(%q): %v", tc.src, err)
 			continue

@@ -58,10 +58,25 @@ func after(a, b *SyntaxError) bool {
 // Parse parses one CQL statement. A trailing ';' is allowed. Errors are
 // *SyntaxError.
 func Parse(query string) (Statement, error) {
-	toks, err := lex(query)
+	st, _, err := ParseLimited(query, MaxTokens)
+	return st, err
+}
+
+// ParseLimited is Parse with a bound of maxTokens (at most MaxTokens)
+// tokens; it also returns how many tokens the statement has (maxTokens
+// when it has more). Callers that parse many statements for one request
+// (the statements of a protocol BATCH) share one budget among them this
+// way.
+func ParseLimited(query string, maxTokens int) (Statement, int, error) {
+	toks, err := lex(query, min(maxTokens, MaxTokens))
 	if err != nil {
-		return nil, err
+		return nil, len(toks), err
 	}
+	st, err := parseTokens(query, toks)
+	return st, len(toks) - 1, err
+}
+
+func parseTokens(query string, toks []token) (Statement, error) {
 	p := &parser{src: query, toks: toks}
 	if p.peek().kind == tEOF || p.isPunct(";") {
 		return nil, p.errAt(p.peek(), "empty statement")

@@ -1208,14 +1208,18 @@ type Node struct {
 	AdminAddr string                 `protobuf:"bytes,5,opt,name=admin_addr,json=adminAddr,proto3" json:"admin_addr,omitempty"`
 	Labels    map[string]string      `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// state: up, suspect, dead, draining.
-	State         string `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"`
-	Replicas      uint32 `protobuf:"varint,8,opt,name=replicas,proto3" json:"replicas,omitempty"`
-	Leaders       uint32 `protobuf:"varint,9,opt,name=leaders,proto3" json:"leaders,omitempty"`
-	Bytes         int64  `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Version       string `protobuf:"bytes,11,opt,name=version,proto3" json:"version,omitempty"`
-	StartedAt     string `protobuf:"bytes,12,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"` // RFC 3339
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State     string `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"`
+	Replicas  uint32 `protobuf:"varint,8,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	Leaders   uint32 `protobuf:"varint,9,opt,name=leaders,proto3" json:"leaders,omitempty"`
+	Bytes     int64  `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Version   string `protobuf:"bytes,11,opt,name=version,proto3" json:"version,omitempty"`
+	StartedAt string `protobuf:"bytes,12,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"` // RFC 3339
+	// failed_replicas counts the node's replicas that stopped on a failure
+	// (I/O error, an entry they could not apply); the controller replaces
+	// them like the replicas of a dead node.
+	FailedReplicas uint32 `protobuf:"varint,13,opt,name=failed_replicas,json=failedReplicas,proto3" json:"failed_replicas,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -1330,6 +1334,13 @@ func (x *Node) GetStartedAt() string {
 		return x.StartedAt
 	}
 	return ""
+}
+
+func (x *Node) GetFailedReplicas() uint32 {
+	if x != nil {
+		return x.FailedReplicas
+	}
+	return 0
 }
 
 type ListNodesResponse struct {
@@ -1916,7 +1927,7 @@ const file_admin_admin_proto_rawDesc = "" +
 	"operations\"%\n" +
 	"\x13GetOperationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\"\x12\n" +
-	"\x10ListNodesRequest\"\x90\x03\n" +
+	"\x10ListNodesRequest\"\xb9\x03\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -1932,7 +1943,8 @@ const file_admin_admin_proto_rawDesc = "" +
 	" \x01(\x03R\x05bytes\x12\x18\n" +
 	"\aversion\x18\v \x01(\tR\aversion\x12\x1d\n" +
 	"\n" +
-	"started_at\x18\f \x01(\tR\tstartedAt\x1a9\n" +
+	"started_at\x18\f \x01(\tR\tstartedAt\x12'\n" +
+	"\x0ffailed_replicas\x18\r \x01(\rR\x0efailedReplicas\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\">\n" +

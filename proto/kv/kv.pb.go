@@ -156,6 +156,68 @@ func (Mutation_Kind) EnumDescriptor() ([]byte, []int) {
 	return file_kv_kv_proto_rawDescGZIP(), []int{6, 0}
 }
 
+// TimestampSource says who chose timestamp, which decides whether the
+// state machine may raise it at apply time (partition/write.go,
+// "Write timestamps"). In a command with conditions every mutation's
+// timestamp is assigned at apply time and this field is ignored.
+type Mutation_TimestampSource int32
+
+const (
+	// CLIENT: the protocol's default timestamp (query flag 0x20), the
+	// driver's clock. Honoured by plain writes (last write wins);
+	// read-modify-write operations are raised like COORDINATOR. It is the
+	// zero value so that commands from versions without this field keep
+	// their timestamps as they were applied before.
+	Mutation_CLIENT Mutation_TimestampSource = 0
+	// COORDINATOR: the coordinator's clock. Raised to at least one more
+	// than every timestamp already written to the logical partition.
+	Mutation_COORDINATOR Mutation_TimestampSource = 1
+	// STATEMENT: USING TIMESTAMP. Honoured; a read-modify-write operation
+	// is raised only above the cell it reads.
+	Mutation_STATEMENT Mutation_TimestampSource = 2
+)
+
+// Enum value maps for Mutation_TimestampSource.
+var (
+	Mutation_TimestampSource_name = map[int32]string{
+		0: "CLIENT",
+		1: "COORDINATOR",
+		2: "STATEMENT",
+	}
+	Mutation_TimestampSource_value = map[string]int32{
+		"CLIENT":      0,
+		"COORDINATOR": 1,
+		"STATEMENT":   2,
+	}
+)
+
+func (x Mutation_TimestampSource) Enum() *Mutation_TimestampSource {
+	p := new(Mutation_TimestampSource)
+	*p = x
+	return p
+}
+
+func (x Mutation_TimestampSource) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Mutation_TimestampSource) Descriptor() protoreflect.EnumDescriptor {
+	return file_kv_kv_proto_enumTypes[2].Descriptor()
+}
+
+func (Mutation_TimestampSource) Type() protoreflect.EnumType {
+	return &file_kv_kv_proto_enumTypes[2]
+}
+
+func (x Mutation_TimestampSource) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Mutation_TimestampSource.Descriptor instead.
+func (Mutation_TimestampSource) EnumDescriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{6, 1}
+}
+
 type ColumnCondition_Op int32
 
 const (
@@ -201,11 +263,11 @@ func (x ColumnCondition_Op) String() string {
 }
 
 func (ColumnCondition_Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_kv_kv_proto_enumTypes[2].Descriptor()
+	return file_kv_kv_proto_enumTypes[3].Descriptor()
 }
 
 func (ColumnCondition_Op) Type() protoreflect.EnumType {
-	return &file_kv_kv_proto_enumTypes[2]
+	return &file_kv_kv_proto_enumTypes[3]
 }
 
 func (x ColumnCondition_Op) Number() protoreflect.EnumNumber {
@@ -250,11 +312,11 @@ func (x Condition_Kind) String() string {
 }
 
 func (Condition_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_kv_kv_proto_enumTypes[3].Descriptor()
+	return file_kv_kv_proto_enumTypes[4].Descriptor()
 }
 
 func (Condition_Kind) Type() protoreflect.EnumType {
-	return &file_kv_kv_proto_enumTypes[3]
+	return &file_kv_kv_proto_enumTypes[4]
 }
 
 func (x Condition_Kind) Number() protoreflect.EnumNumber {
@@ -317,11 +379,11 @@ func (x Error_Code) String() string {
 }
 
 func (Error_Code) Descriptor() protoreflect.EnumDescriptor {
-	return file_kv_kv_proto_enumTypes[4].Descriptor()
+	return file_kv_kv_proto_enumTypes[5].Descriptor()
 }
 
 func (Error_Code) Type() protoreflect.EnumType {
-	return &file_kv_kv_proto_enumTypes[4]
+	return &file_kv_kv_proto_enumTypes[5]
 }
 
 func (x Error_Code) Number() protoreflect.EnumNumber {
@@ -369,11 +431,11 @@ func (x ReplicaChange_Type) String() string {
 }
 
 func (ReplicaChange_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_kv_kv_proto_enumTypes[5].Descriptor()
+	return file_kv_kv_proto_enumTypes[6].Descriptor()
 }
 
 func (ReplicaChange_Type) Type() protoreflect.EnumType {
-	return &file_kv_kv_proto_enumTypes[5]
+	return &file_kv_kv_proto_enumTypes[6]
 }
 
 func (x ReplicaChange_Type) Number() protoreflect.EnumNumber {
@@ -833,12 +895,13 @@ type Mutation struct {
 	Timestamp int64 `protobuf:"varint,5,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	Ttl       int32 `protobuf:"varint,6,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	// marker: INSERT writes the row's primary-key liveness marker.
-	Marker        bool        `protobuf:"varint,7,opt,name=marker,proto3" json:"marker,omitempty"`
-	Ops           []*ColumnOp `protobuf:"bytes,8,rep,name=ops,proto3" json:"ops,omitempty"`
-	RangeStart    *Bound      `protobuf:"bytes,9,opt,name=range_start,json=rangeStart,proto3" json:"range_start,omitempty"`
-	RangeEnd      *Bound      `protobuf:"bytes,10,opt,name=range_end,json=rangeEnd,proto3" json:"range_end,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Marker          bool                     `protobuf:"varint,7,opt,name=marker,proto3" json:"marker,omitempty"`
+	Ops             []*ColumnOp              `protobuf:"bytes,8,rep,name=ops,proto3" json:"ops,omitempty"`
+	RangeStart      *Bound                   `protobuf:"bytes,9,opt,name=range_start,json=rangeStart,proto3" json:"range_start,omitempty"`
+	RangeEnd        *Bound                   `protobuf:"bytes,10,opt,name=range_end,json=rangeEnd,proto3" json:"range_end,omitempty"`
+	TimestampSource Mutation_TimestampSource `protobuf:"varint,11,opt,name=timestamp_source,json=timestampSource,proto3,enum=cosmosd.kv.Mutation_TimestampSource" json:"timestamp_source,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Mutation) Reset() {
@@ -939,6 +1002,13 @@ func (x *Mutation) GetRangeEnd() *Bound {
 		return x.RangeEnd
 	}
 	return nil
+}
+
+func (x *Mutation) GetTimestampSource() Mutation_TimestampSource {
+	if x != nil {
+		return x.TimestampSource
+	}
+	return Mutation_CLIENT
 }
 
 // Bound is one end of a clustering range; an absent bound is unbounded.
@@ -2656,10 +2726,13 @@ type ReplicaStatus struct {
 	// provisioned RU/s this replica enforces (0 = unlimited), requests
 	// refused for throughput since start, and whether the partition ran over
 	// its share with requests refused during the last window (hot).
-	RuPerSec      float64 `protobuf:"fixed64,11,opt,name=ru_per_sec,json=ruPerSec,proto3" json:"ru_per_sec,omitempty"`
-	RuShare       float64 `protobuf:"fixed64,12,opt,name=ru_share,json=ruShare,proto3" json:"ru_share,omitempty"`
-	Throttled     int64   `protobuf:"varint,13,opt,name=throttled,proto3" json:"throttled,omitempty"`
-	Hot           bool    `protobuf:"varint,14,opt,name=hot,proto3" json:"hot,omitempty"`
+	RuPerSec  float64 `protobuf:"fixed64,11,opt,name=ru_per_sec,json=ruPerSec,proto3" json:"ru_per_sec,omitempty"`
+	RuShare   float64 `protobuf:"fixed64,12,opt,name=ru_share,json=ruShare,proto3" json:"ru_share,omitempty"`
+	Throttled int64   `protobuf:"varint,13,opt,name=throttled,proto3" json:"throttled,omitempty"`
+	Hot       bool    `protobuf:"varint,14,opt,name=hot,proto3" json:"hot,omitempty"`
+	// failed is why the replica stopped serving (empty while it runs): it
+	// hit a failure it cannot continue past and waits to be replaced.
+	Failed        string `protobuf:"bytes,15,opt,name=failed,proto3" json:"failed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2792,6 +2865,13 @@ func (x *ReplicaStatus) GetHot() bool {
 	return false
 }
 
+func (x *ReplicaStatus) GetFailed() string {
+	if x != nil {
+		return x.Failed
+	}
+	return ""
+}
+
 type ReplicaStatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        uint64                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -2898,7 +2978,7 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\aMAP_PUT\x10\n" +
 	"\x12\x0e\n" +
 	"\n" +
-	"MAP_REMOVE\x10\v\"\x8f\x03\n" +
+	"MAP_REMOVE\x10\v\"\x9f\x04\n" +
 	"\bMutation\x12-\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x19.cosmosd.kv.Mutation.KindR\x04kind\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\x03R\x05token\x12\x0e\n" +
@@ -2911,14 +2991,20 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\vrange_start\x18\t \x01(\v2\x11.cosmosd.kv.BoundR\n" +
 	"rangeStart\x12.\n" +
 	"\trange_end\x18\n" +
-	" \x01(\v2\x11.cosmosd.kv.BoundR\brangeEnd\"J\n" +
+	" \x01(\v2\x11.cosmosd.kv.BoundR\brangeEnd\x12O\n" +
+	"\x10timestamp_source\x18\v \x01(\x0e2$.cosmosd.kv.Mutation.TimestampSourceR\x0ftimestampSource\"J\n" +
 	"\x04Kind\x12\n" +
 	"\n" +
 	"\x06UPSERT\x10\x00\x12\x0e\n" +
 	"\n" +
 	"DELETE_ROW\x10\x01\x12\x14\n" +
 	"\x10DELETE_PARTITION\x10\x02\x12\x10\n" +
-	"\fDELETE_RANGE\x10\x03\"7\n" +
+	"\fDELETE_RANGE\x10\x03\"=\n" +
+	"\x0fTimestampSource\x12\n" +
+	"\n" +
+	"\x06CLIENT\x10\x00\x12\x0f\n" +
+	"\vCOORDINATOR\x10\x01\x12\r\n" +
+	"\tSTATEMENT\x10\x02\"7\n" +
 	"\x05Bound\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1c\n" +
 	"\tinclusive\x18\x02 \x01(\bR\tinclusive\"\xc2\x02\n" +
@@ -3099,7 +3185,7 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\v2\x11.cosmosd.kv.ErrorR\x05error\"Q\n" +
 	"\x14ReplicaStatusRequest\x12#\n" +
 	"\rpartition_ids\x18\x01 \x03(\x04R\fpartitionIds\x12\x14\n" +
-	"\x05stats\x18\x02 \x01(\bR\x05stats\"\x9b\x03\n" +
+	"\x05stats\x18\x02 \x01(\bR\x05stats\"\xb3\x03\n" +
 	"\rReplicaStatus\x12*\n" +
 	"\x04desc\x18\x01 \x01(\v2\x16.cosmosd.kv.DescriptorR\x04desc\x12\x1d\n" +
 	"\n" +
@@ -3118,7 +3204,8 @@ const file_kv_kv_proto_rawDesc = "" +
 	"ru_per_sec\x18\v \x01(\x01R\bruPerSec\x12\x19\n" +
 	"\bru_share\x18\f \x01(\x01R\aruShare\x12\x1c\n" +
 	"\tthrottled\x18\r \x01(\x03R\tthrottled\x12\x10\n" +
-	"\x03hot\x18\x0e \x01(\bR\x03hot\"g\n" +
+	"\x03hot\x18\x0e \x01(\bR\x03hot\x12\x16\n" +
+	"\x06failed\x18\x0f \x01(\tR\x06failed\"g\n" +
 	"\x15ReplicaStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x125\n" +
 	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xa5\x04\n" +
@@ -3143,110 +3230,112 @@ func file_kv_kv_proto_rawDescGZIP() []byte {
 	return file_kv_kv_proto_rawDescData
 }
 
-var file_kv_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_kv_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_kv_kv_proto_goTypes = []any{
 	(ColumnOp_Kind)(0),              // 0: cosmosd.kv.ColumnOp.Kind
 	(Mutation_Kind)(0),              // 1: cosmosd.kv.Mutation.Kind
-	(ColumnCondition_Op)(0),         // 2: cosmosd.kv.ColumnCondition.Op
-	(Condition_Kind)(0),             // 3: cosmosd.kv.Condition.Kind
-	(Error_Code)(0),                 // 4: cosmosd.kv.Error.Code
-	(ReplicaChange_Type)(0),         // 5: cosmosd.kv.ReplicaChange.Type
-	(*ReplicaDescriptor)(nil),       // 6: cosmosd.kv.ReplicaDescriptor
-	(*Descriptor)(nil),              // 7: cosmosd.kv.Descriptor
-	(*Command)(nil),                 // 8: cosmosd.kv.Command
-	(*SplitCommand)(nil),            // 9: cosmosd.kv.SplitCommand
-	(*TruncateCommand)(nil),         // 10: cosmosd.kv.TruncateCommand
-	(*ColumnOp)(nil),                // 11: cosmosd.kv.ColumnOp
-	(*Mutation)(nil),                // 12: cosmosd.kv.Mutation
-	(*Bound)(nil),                   // 13: cosmosd.kv.Bound
-	(*ColumnCondition)(nil),         // 14: cosmosd.kv.ColumnCondition
-	(*Condition)(nil),               // 15: cosmosd.kv.Condition
-	(*WriteRequest)(nil),            // 16: cosmosd.kv.WriteRequest
-	(*WriteResponse)(nil),           // 17: cosmosd.kv.WriteResponse
-	(*CurrentRow)(nil),              // 18: cosmosd.kv.CurrentRow
-	(*PartitionKey)(nil),            // 19: cosmosd.kv.PartitionKey
-	(*Slice)(nil),                   // 20: cosmosd.kv.Slice
-	(*ReadRequest)(nil),             // 21: cosmosd.kv.ReadRequest
-	(*Row)(nil),                     // 22: cosmosd.kv.Row
-	(*ReadResponse)(nil),            // 23: cosmosd.kv.ReadResponse
-	(*Error)(nil),                   // 24: cosmosd.kv.Error
-	(*PartitionDetailRequest)(nil),  // 25: cosmosd.kv.PartitionDetailRequest
-	(*LogicalPartition)(nil),        // 26: cosmosd.kv.LogicalPartition
-	(*PartitionDetailResponse)(nil), // 27: cosmosd.kv.PartitionDetailResponse
-	(*ReplicaChange)(nil),           // 28: cosmosd.kv.ReplicaChange
-	(*ChangeReplicasRequest)(nil),   // 29: cosmosd.kv.ChangeReplicasRequest
-	(*ChangeReplicasResponse)(nil),  // 30: cosmosd.kv.ChangeReplicasResponse
-	(*TransferLeaderRequest)(nil),   // 31: cosmosd.kv.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil),  // 32: cosmosd.kv.TransferLeaderResponse
-	(*SplitRequest)(nil),            // 33: cosmosd.kv.SplitRequest
-	(*SplitResponse)(nil),           // 34: cosmosd.kv.SplitResponse
-	(*ReplicaStatusRequest)(nil),    // 35: cosmosd.kv.ReplicaStatusRequest
-	(*ReplicaStatus)(nil),           // 36: cosmosd.kv.ReplicaStatus
-	(*ReplicaStatusResponse)(nil),   // 37: cosmosd.kv.ReplicaStatusResponse
+	(Mutation_TimestampSource)(0),   // 2: cosmosd.kv.Mutation.TimestampSource
+	(ColumnCondition_Op)(0),         // 3: cosmosd.kv.ColumnCondition.Op
+	(Condition_Kind)(0),             // 4: cosmosd.kv.Condition.Kind
+	(Error_Code)(0),                 // 5: cosmosd.kv.Error.Code
+	(ReplicaChange_Type)(0),         // 6: cosmosd.kv.ReplicaChange.Type
+	(*ReplicaDescriptor)(nil),       // 7: cosmosd.kv.ReplicaDescriptor
+	(*Descriptor)(nil),              // 8: cosmosd.kv.Descriptor
+	(*Command)(nil),                 // 9: cosmosd.kv.Command
+	(*SplitCommand)(nil),            // 10: cosmosd.kv.SplitCommand
+	(*TruncateCommand)(nil),         // 11: cosmosd.kv.TruncateCommand
+	(*ColumnOp)(nil),                // 12: cosmosd.kv.ColumnOp
+	(*Mutation)(nil),                // 13: cosmosd.kv.Mutation
+	(*Bound)(nil),                   // 14: cosmosd.kv.Bound
+	(*ColumnCondition)(nil),         // 15: cosmosd.kv.ColumnCondition
+	(*Condition)(nil),               // 16: cosmosd.kv.Condition
+	(*WriteRequest)(nil),            // 17: cosmosd.kv.WriteRequest
+	(*WriteResponse)(nil),           // 18: cosmosd.kv.WriteResponse
+	(*CurrentRow)(nil),              // 19: cosmosd.kv.CurrentRow
+	(*PartitionKey)(nil),            // 20: cosmosd.kv.PartitionKey
+	(*Slice)(nil),                   // 21: cosmosd.kv.Slice
+	(*ReadRequest)(nil),             // 22: cosmosd.kv.ReadRequest
+	(*Row)(nil),                     // 23: cosmosd.kv.Row
+	(*ReadResponse)(nil),            // 24: cosmosd.kv.ReadResponse
+	(*Error)(nil),                   // 25: cosmosd.kv.Error
+	(*PartitionDetailRequest)(nil),  // 26: cosmosd.kv.PartitionDetailRequest
+	(*LogicalPartition)(nil),        // 27: cosmosd.kv.LogicalPartition
+	(*PartitionDetailResponse)(nil), // 28: cosmosd.kv.PartitionDetailResponse
+	(*ReplicaChange)(nil),           // 29: cosmosd.kv.ReplicaChange
+	(*ChangeReplicasRequest)(nil),   // 30: cosmosd.kv.ChangeReplicasRequest
+	(*ChangeReplicasResponse)(nil),  // 31: cosmosd.kv.ChangeReplicasResponse
+	(*TransferLeaderRequest)(nil),   // 32: cosmosd.kv.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil),  // 33: cosmosd.kv.TransferLeaderResponse
+	(*SplitRequest)(nil),            // 34: cosmosd.kv.SplitRequest
+	(*SplitResponse)(nil),           // 35: cosmosd.kv.SplitResponse
+	(*ReplicaStatusRequest)(nil),    // 36: cosmosd.kv.ReplicaStatusRequest
+	(*ReplicaStatus)(nil),           // 37: cosmosd.kv.ReplicaStatus
+	(*ReplicaStatusResponse)(nil),   // 38: cosmosd.kv.ReplicaStatusResponse
 }
 var file_kv_kv_proto_depIdxs = []int32{
-	6,  // 0: cosmosd.kv.Descriptor.replicas:type_name -> cosmosd.kv.ReplicaDescriptor
-	16, // 1: cosmosd.kv.Command.write:type_name -> cosmosd.kv.WriteRequest
-	9,  // 2: cosmosd.kv.Command.split:type_name -> cosmosd.kv.SplitCommand
-	10, // 3: cosmosd.kv.Command.truncate:type_name -> cosmosd.kv.TruncateCommand
-	7,  // 4: cosmosd.kv.SplitCommand.left:type_name -> cosmosd.kv.Descriptor
-	7,  // 5: cosmosd.kv.SplitCommand.right:type_name -> cosmosd.kv.Descriptor
+	7,  // 0: cosmosd.kv.Descriptor.replicas:type_name -> cosmosd.kv.ReplicaDescriptor
+	17, // 1: cosmosd.kv.Command.write:type_name -> cosmosd.kv.WriteRequest
+	10, // 2: cosmosd.kv.Command.split:type_name -> cosmosd.kv.SplitCommand
+	11, // 3: cosmosd.kv.Command.truncate:type_name -> cosmosd.kv.TruncateCommand
+	8,  // 4: cosmosd.kv.SplitCommand.left:type_name -> cosmosd.kv.Descriptor
+	8,  // 5: cosmosd.kv.SplitCommand.right:type_name -> cosmosd.kv.Descriptor
 	0,  // 6: cosmosd.kv.ColumnOp.kind:type_name -> cosmosd.kv.ColumnOp.Kind
 	1,  // 7: cosmosd.kv.Mutation.kind:type_name -> cosmosd.kv.Mutation.Kind
-	11, // 8: cosmosd.kv.Mutation.ops:type_name -> cosmosd.kv.ColumnOp
-	13, // 9: cosmosd.kv.Mutation.range_start:type_name -> cosmosd.kv.Bound
-	13, // 10: cosmosd.kv.Mutation.range_end:type_name -> cosmosd.kv.Bound
-	2,  // 11: cosmosd.kv.ColumnCondition.op:type_name -> cosmosd.kv.ColumnCondition.Op
-	3,  // 12: cosmosd.kv.Condition.kind:type_name -> cosmosd.kv.Condition.Kind
-	14, // 13: cosmosd.kv.Condition.columns:type_name -> cosmosd.kv.ColumnCondition
-	14, // 14: cosmosd.kv.Condition.static_columns:type_name -> cosmosd.kv.ColumnCondition
-	12, // 15: cosmosd.kv.WriteRequest.mutations:type_name -> cosmosd.kv.Mutation
-	15, // 16: cosmosd.kv.WriteRequest.conditions:type_name -> cosmosd.kv.Condition
-	18, // 17: cosmosd.kv.WriteResponse.current:type_name -> cosmosd.kv.CurrentRow
-	24, // 18: cosmosd.kv.WriteResponse.error:type_name -> cosmosd.kv.Error
-	13, // 19: cosmosd.kv.Slice.start:type_name -> cosmosd.kv.Bound
-	13, // 20: cosmosd.kv.Slice.end:type_name -> cosmosd.kv.Bound
-	19, // 21: cosmosd.kv.ReadRequest.keys:type_name -> cosmosd.kv.PartitionKey
-	20, // 22: cosmosd.kv.ReadRequest.slices:type_name -> cosmosd.kv.Slice
-	22, // 23: cosmosd.kv.ReadResponse.rows:type_name -> cosmosd.kv.Row
-	24, // 24: cosmosd.kv.ReadResponse.error:type_name -> cosmosd.kv.Error
-	4,  // 25: cosmosd.kv.Error.code:type_name -> cosmosd.kv.Error.Code
-	7,  // 26: cosmosd.kv.Error.current:type_name -> cosmosd.kv.Descriptor
-	36, // 27: cosmosd.kv.PartitionDetailResponse.status:type_name -> cosmosd.kv.ReplicaStatus
-	26, // 28: cosmosd.kv.PartitionDetailResponse.top_by_size:type_name -> cosmosd.kv.LogicalPartition
-	26, // 29: cosmosd.kv.PartitionDetailResponse.top_by_ru:type_name -> cosmosd.kv.LogicalPartition
-	24, // 30: cosmosd.kv.PartitionDetailResponse.error:type_name -> cosmosd.kv.Error
-	5,  // 31: cosmosd.kv.ReplicaChange.type:type_name -> cosmosd.kv.ReplicaChange.Type
-	6,  // 32: cosmosd.kv.ReplicaChange.replica:type_name -> cosmosd.kv.ReplicaDescriptor
-	28, // 33: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
-	7,  // 34: cosmosd.kv.ChangeReplicasResponse.desc:type_name -> cosmosd.kv.Descriptor
-	24, // 35: cosmosd.kv.ChangeReplicasResponse.error:type_name -> cosmosd.kv.Error
-	24, // 36: cosmosd.kv.TransferLeaderResponse.error:type_name -> cosmosd.kv.Error
-	7,  // 37: cosmosd.kv.SplitResponse.left:type_name -> cosmosd.kv.Descriptor
-	7,  // 38: cosmosd.kv.SplitResponse.right:type_name -> cosmosd.kv.Descriptor
-	24, // 39: cosmosd.kv.SplitResponse.error:type_name -> cosmosd.kv.Error
-	7,  // 40: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
-	36, // 41: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
-	16, // 42: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
-	21, // 43: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
-	35, // 44: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
-	29, // 45: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
-	31, // 46: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
-	33, // 47: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
-	25, // 48: cosmosd.kv.Internal.PartitionDetail:input_type -> cosmosd.kv.PartitionDetailRequest
-	17, // 49: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
-	23, // 50: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
-	37, // 51: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
-	30, // 52: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
-	32, // 53: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
-	34, // 54: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
-	27, // 55: cosmosd.kv.Internal.PartitionDetail:output_type -> cosmosd.kv.PartitionDetailResponse
-	49, // [49:56] is the sub-list for method output_type
-	42, // [42:49] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	12, // 8: cosmosd.kv.Mutation.ops:type_name -> cosmosd.kv.ColumnOp
+	14, // 9: cosmosd.kv.Mutation.range_start:type_name -> cosmosd.kv.Bound
+	14, // 10: cosmosd.kv.Mutation.range_end:type_name -> cosmosd.kv.Bound
+	2,  // 11: cosmosd.kv.Mutation.timestamp_source:type_name -> cosmosd.kv.Mutation.TimestampSource
+	3,  // 12: cosmosd.kv.ColumnCondition.op:type_name -> cosmosd.kv.ColumnCondition.Op
+	4,  // 13: cosmosd.kv.Condition.kind:type_name -> cosmosd.kv.Condition.Kind
+	15, // 14: cosmosd.kv.Condition.columns:type_name -> cosmosd.kv.ColumnCondition
+	15, // 15: cosmosd.kv.Condition.static_columns:type_name -> cosmosd.kv.ColumnCondition
+	13, // 16: cosmosd.kv.WriteRequest.mutations:type_name -> cosmosd.kv.Mutation
+	16, // 17: cosmosd.kv.WriteRequest.conditions:type_name -> cosmosd.kv.Condition
+	19, // 18: cosmosd.kv.WriteResponse.current:type_name -> cosmosd.kv.CurrentRow
+	25, // 19: cosmosd.kv.WriteResponse.error:type_name -> cosmosd.kv.Error
+	14, // 20: cosmosd.kv.Slice.start:type_name -> cosmosd.kv.Bound
+	14, // 21: cosmosd.kv.Slice.end:type_name -> cosmosd.kv.Bound
+	20, // 22: cosmosd.kv.ReadRequest.keys:type_name -> cosmosd.kv.PartitionKey
+	21, // 23: cosmosd.kv.ReadRequest.slices:type_name -> cosmosd.kv.Slice
+	23, // 24: cosmosd.kv.ReadResponse.rows:type_name -> cosmosd.kv.Row
+	25, // 25: cosmosd.kv.ReadResponse.error:type_name -> cosmosd.kv.Error
+	5,  // 26: cosmosd.kv.Error.code:type_name -> cosmosd.kv.Error.Code
+	8,  // 27: cosmosd.kv.Error.current:type_name -> cosmosd.kv.Descriptor
+	37, // 28: cosmosd.kv.PartitionDetailResponse.status:type_name -> cosmosd.kv.ReplicaStatus
+	27, // 29: cosmosd.kv.PartitionDetailResponse.top_by_size:type_name -> cosmosd.kv.LogicalPartition
+	27, // 30: cosmosd.kv.PartitionDetailResponse.top_by_ru:type_name -> cosmosd.kv.LogicalPartition
+	25, // 31: cosmosd.kv.PartitionDetailResponse.error:type_name -> cosmosd.kv.Error
+	6,  // 32: cosmosd.kv.ReplicaChange.type:type_name -> cosmosd.kv.ReplicaChange.Type
+	7,  // 33: cosmosd.kv.ReplicaChange.replica:type_name -> cosmosd.kv.ReplicaDescriptor
+	29, // 34: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
+	8,  // 35: cosmosd.kv.ChangeReplicasResponse.desc:type_name -> cosmosd.kv.Descriptor
+	25, // 36: cosmosd.kv.ChangeReplicasResponse.error:type_name -> cosmosd.kv.Error
+	25, // 37: cosmosd.kv.TransferLeaderResponse.error:type_name -> cosmosd.kv.Error
+	8,  // 38: cosmosd.kv.SplitResponse.left:type_name -> cosmosd.kv.Descriptor
+	8,  // 39: cosmosd.kv.SplitResponse.right:type_name -> cosmosd.kv.Descriptor
+	25, // 40: cosmosd.kv.SplitResponse.error:type_name -> cosmosd.kv.Error
+	8,  // 41: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
+	37, // 42: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
+	17, // 43: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
+	22, // 44: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
+	36, // 45: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
+	30, // 46: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
+	32, // 47: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
+	34, // 48: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
+	26, // 49: cosmosd.kv.Internal.PartitionDetail:input_type -> cosmosd.kv.PartitionDetailRequest
+	18, // 50: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
+	24, // 51: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
+	38, // 52: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
+	31, // 53: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
+	33, // 54: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
+	35, // 55: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
+	28, // 56: cosmosd.kv.Internal.PartitionDetail:output_type -> cosmosd.kv.PartitionDetailResponse
+	50, // [50:57] is the sub-list for method output_type
+	43, // [43:50] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_kv_kv_proto_init() }
@@ -3264,7 +3353,7 @@ func file_kv_kv_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kv_kv_proto_rawDesc), len(file_kv_kv_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -295,8 +295,19 @@ func TestQuorumLossFailsFastAndRecovers(t *testing.T) {
 	// ends within 3s: those in flight while the loss is being noticed
 	// (about an election timeout) may be timeouts, whose outcome is
 	// unknown; from then on each is refused with Unavailable.
-	c.KillNode(2)
-	c.KillNode(3)
+	// The leader of the table's partition is one of them: the survivors
+	// must tell an election from a lost quorum without it.
+	victims := []int{2, 3}
+	for i, n := range c.Nodes {
+		for _, r := range n.Store().Replicas() {
+			if r.Descriptor().GetTableId() != 0 && r.Group().Status().IsLeader() && i != 0 {
+				victims = []int{i, 1 + i%3}
+			}
+		}
+	}
+	t.Logf("killing nodes %v (the first leads)", victims)
+	c.KillNode(victims[0])
+	c.KillNode(victims[1])
 	killed := time.Now()
 	unavailable := map[string]bool{}
 	queries := []string{"INSERT INTO ks.t (k, v) VALUES ('during', 'x')", "SELECT v FROM ks.t WHERE k = 'before'"}
@@ -336,7 +347,7 @@ func TestQuorumLossFailsFastAndRecovers(t *testing.T) {
 	}
 	// One replica returns: 3 of 4, writes work again and the refused
 	// write was not applied.
-	c.RestartNode(2)
+	c.RestartNode(victims[1])
 	waitFor(t, 30*time.Second, "writes with a quorum again", func() (bool, string) {
 		err := s.Query("INSERT INTO ks.t (k, v) VALUES ('after', 'x')").Exec()
 		return err == nil, fmt.Sprint(err)

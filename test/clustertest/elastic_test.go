@@ -103,7 +103,7 @@ func partitionsOf(st *cluster.State, table string) int {
 func TestElasticityUnderLoad(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 5, Configure: func(i int, cfg *daemon.Config) {
 		fastFailover(time.Hour)(i, cfg)
-		cfg.PhysicalPartitionMaxBytes = 200_000
+		cfg.PhysicalPartitionMaxBytes = 100_000
 		cfg.SizeCheckEvery = 1
 	}})
 	s := session(t, c, 0)
@@ -138,7 +138,8 @@ func TestElasticityUnderLoad(t *testing.T) {
 		t.Fatalf("after a forced split the table has %d partitions", n)
 	}
 
-	// 2. Automatic split: partitions grow past 200 kB as writes go on.
+	// 2. Automatic split: partitions grow past 100 kB as writes go on
+	// (about 1,700 rows each, at some 60 sequential writes a second).
 	before := partitionsOf(c.Live().Meta().State(), "ks.t")
 	waitFor(t, 120*time.Second, "an automatic split", func() (bool, string) {
 		n := partitionsOf(c.Live().Meta().State(), "ks.t")
