@@ -176,7 +176,16 @@ func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
+	var fatal <-chan error
+	if f, ok := s.(interface{ Fatal() <-chan error }); ok {
+		fatal = f.Fatal()
+	}
+	var cause error
+	select {
+	case <-ctx.Done():
+	case cause = <-fatal:
+		fmt.Fprintf(os.Stderr, "cosmosd: %v; stopping so the node restarts from what is durable\n", cause)
+	}
 	cancel() // restore the default action: a second signal kills
 	limit := defaultStopTimeout
 	if t, ok := s.(interface{ ShutdownTimeout() time.Duration }); ok {
@@ -192,9 +201,12 @@ func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
 	defer t.Stop()
 	select {
 	case err := <-done:
+		if cause != nil {
+			return errors.Join(cause, err)
+		}
 		return err
 	case <-t.C:
-		return fmt.Errorf("shutdown did not finish within %s (shutdown_timeout + %s); exiting anyway", limit, stopOverrun)
+		return errors.Join(cause, fmt.Errorf("shutdown did not finish within %s (shutdown_timeout + %s); exiting anyway", limit, stopOverrun))
 	}
 }
 

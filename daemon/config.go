@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"gopkg.in/yaml.v3"
 
 	"github.com/cosmosd/cosmosd/consensus/raft"
@@ -161,6 +162,9 @@ type Knobs struct {
 	ControllerStepDelay time.Duration
 	// Raft are the raft engine's test hooks.
 	Raft *raft.TestingKnobs
+	// StoreFS wraps the filesystem the store opens on (tests inject I/O
+	// errors with Pebble's errorfs).
+	StoreFS func(vfs.FS) vfs.FS
 }
 
 // SetDefaults fills zero fields with their documented defaults.

@@ -14,7 +14,7 @@ type partitionCollector struct {
 
 	bytes, rows, logical, ruRate, ruShare, leader *prometheus.Desc
 	throttled                                     *prometheus.Desc
-	replicas, leaders                             *prometheus.Desc
+	replicas, leaders, failed                     *prometheus.Desc
 }
 
 func newPartitionCollector(n *Node) *partitionCollector {
@@ -33,12 +33,13 @@ func newPartitionCollector(n *Node) *partitionCollector {
 		leader:    d("partition_leader", "1 when this replica leads its partition.", labels),
 		replicas:  d("replicas", "Partition replicas on this node.", nil),
 		leaders:   d("leaders", "Partition leaders on this node.", nil),
+		failed:    d("failed_replicas", "Replicas on this node that stopped on a failure and await replacement.", nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytes, c.rows, c.logical, c.ruRate, c.ruShare, c.throttled, c.leader, c.replicas, c.leaders} {
+	for _, d := range []*prometheus.Desc{c.bytes, c.rows, c.logical, c.ruRate, c.ruShare, c.throttled, c.leader, c.replicas, c.leaders, c.failed} {
 		ch <- d
 	}
 }
@@ -50,8 +51,11 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	st := c.n.meta.State()
-	leaders := 0
+	leaders, failed := 0, 0
 	for _, r := range resp.GetReplicas() {
+		if r.GetFailed() != "" {
+			failed++
+		}
 		d := r.GetDesc()
 		table := strconv.FormatUint(d.GetTableId(), 10)
 		if t := st.Schema.ByID[d.GetTableId()]; t != nil {
@@ -76,6 +80,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.replicas, prometheus.GaugeValue, float64(len(resp.GetReplicas())))
 	ch <- prometheus.MustNewConstMetric(c.leaders, prometheus.GaugeValue, float64(leaders))
+	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.GaugeValue, float64(failed))
 }
 
 // requestMetrics count CQL requests by opcode and outcome, and the request

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -69,6 +70,12 @@ type Node struct {
 
 	cqlLn, peerLn, adminLn, httpLn net.Listener
 
+	// fatal receives (once) a failure the node cannot serve through: its
+	// store failed a write. The process closes the node and exits non-zero
+	// so its supervisor restarts it from what is durable (see Fatal).
+	fatal     chan error
+	fatalOnce sync.Once
+
 	ready  atomic.Bool
 	killed atomic.Bool
 	cancel context.CancelFunc
@@ -115,6 +122,33 @@ func (n *Node) Meta() *cluster.Meta { return n.meta }
 // Store returns the node's partition replicas.
 func (n *Node) Store() *partition.Store { return n.parts }
 
+// Fatal delivers at most one error after which the node must not go on
+// serving: its store failed a write, so what it applied in memory may not
+// be on disk (Pebble cannot continue past a failed WAL write). The process
+// runner closes the node and exits non-zero when it arrives; a supervisor
+// (systemd's Restart=) then starts it again from what is durable, and the
+// controller repairs its replicas if it stays down.
+func (n *Node) Fatal() <-chan error { return n.fatal }
+
+// watchStore reports the store's first write failure on Fatal.
+func (n *Node) watchStore(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := n.store.Err(); err != nil {
+			n.ready.Store(false)
+			n.logger.Error("store failed a write; the node stops so that it restarts from what is durable", "err", err)
+			n.fatalOnce.Do(func() { n.fatal <- fmt.Errorf("store failed: %w", err) })
+			return
+		}
+	}
+}
+
 // Ready reports whether the node serves requests.
 func (n *Node) Ready() bool { return n.ready.Load() }
 
@@ -125,7 +159,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	logger := cfg.NewLogger().With("node_name", cfg.Name)
-	n := &Node{cfg: cfg, logger: logger, metrics: prometheus.NewRegistry()}
+	n := &Node{cfg: cfg, logger: logger, metrics: prometheus.NewRegistry(), fatal: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			_ = n.Close(context.Background())
@@ -173,7 +207,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	// The store opens before the id is known: the id is bound to it
 	// (nodeid.go).
-	if n.store, err = storage.Open(storage.Config{Dir: filepath.Join(cfg.DataDir, "store"), Logger: n.logger}); err != nil {
+	storeCfg := storage.Config{Dir: filepath.Join(cfg.DataDir, "store"), Logger: n.logger}
+	if cfg.Knobs != nil && cfg.Knobs.StoreFS != nil {
+		storeCfg.FS = cfg.Knobs.StoreFS(vfs.Default)
+	}
+	if n.store, err = storage.Open(storeCfg); err != nil {
 		return nil, err
 	}
 	if n.id, err = n.bindNodeID(ctx); err != nil {
@@ -212,6 +250,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	go func() {
 		defer n.bg.Done()
 		n.reconcileLoop(runCtx)
+	}()
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		n.watchStore(runCtx)
 	}()
 
 	// A test hook may skew this node's clock (see TestingClockOffsetFile).
@@ -387,7 +430,18 @@ func (n *Node) startHTTP() {
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	// /healthz fails (503) only when the node is wedged (its consensus
+	// engine makes no progress): a restart helps then. Failed replicas are
+	// reported in the body but keep it at 200: the controller replaces
+	// them, and restarting for them could loop.
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		failed, err := n.health()
+		if err != nil {
+			http.Error(w, healthStatus(failed, err), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n" + healthStatus(failed, nil) + "\n"))
+	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !n.ready.Load() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -13,8 +14,11 @@ import (
 // notifyReady tells systemd (Type=notify) the node serves: called once the
 // node has registered and every listener is open. Outside systemd it does
 // nothing. It also starts the watchdog pings when the unit asks for them:
-// a ping is sent only while the node's metadata view keeps up with etcd and
-// its CQL listener accepts, so a wedged node gets restarted.
+// a ping is sent only while the node is ready and its consensus engine
+// makes progress (a cycle stuck on a dying disk stops them), so a wedged
+// node gets restarted. Failed replicas do not stop the pings (the
+// controller replaces them, and a restart loop would not help a replica
+// that cannot apply an entry); they show in the unit's status line.
 func (n *Node) notifyReady(ctx context.Context) {
 	if ok, err := sd.SdNotify(false, sd.SdNotifyReady); err != nil {
 		n.logger.Warn("systemd notify", "err", err)
@@ -30,17 +34,50 @@ func (n *Node) notifyReady(ctx context.Context) {
 		defer n.bg.Done()
 		t := time.NewTicker(interval / 3)
 		defer t.Stop()
+		lastStatus := ""
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			if n.ready.Load() && n.meta.State() != nil {
+			failed, err := n.health()
+			if status := healthStatus(failed, err); status != lastStatus {
+				_, _ = sd.SdNotify(false, "STATUS="+status)
+				lastStatus = status
+			}
+			if n.ready.Load() && n.meta.State() != nil && err == nil {
 				_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
 			}
 		}
 	}()
+}
+
+// health reports the node's failed replicas and whether its consensus
+// engine makes progress.
+func (n *Node) health() (failed []uint64, err error) {
+	if err = n.store.Err(); err != nil {
+		err = fmt.Errorf("the store failed a write: %w", err)
+	} else if h, ok := n.cons.(interface{ Healthy() error }); ok {
+		err = h.Healthy()
+	}
+	for _, r := range n.parts.Replicas() {
+		if r.Group().Status().Err != nil {
+			failed = append(failed, r.ID())
+		}
+	}
+	return failed, err
+}
+
+// healthStatus is the one-line status of health's result.
+func healthStatus(failed []uint64, err error) string {
+	switch {
+	case err != nil:
+		return "stalled: " + err.Error()
+	case len(failed) > 0:
+		return fmt.Sprintf("serving; %d failed replicas (partitions %v) awaiting replacement", len(failed), failed)
+	}
+	return "serving"
 }
 
 // notifyStopping tells systemd the node is shutting down.

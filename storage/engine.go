@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -86,7 +87,61 @@ type Engine struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// failed is the first write error of the store (a failed commit, sync,
+	// clear or ingest, or a fatal error inside Pebble): after one, Pebble's
+	// state on disk may lag what it serves from memory, so the node must
+	// not carry on as if healthy.
+	failed *failure
 }
+
+// failure holds a store's first write error; the Pebble logger shares it.
+type failure struct{ p atomic.Pointer[error] }
+
+func (f *failure) note(err error) error {
+	if err != nil {
+		f.p.CompareAndSwap(nil, &err)
+	}
+	return err
+}
+
+func (f *failure) err() error {
+	if p := f.p.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// FatalError is the value a goroutine panics with when Pebble reports an
+// error it cannot continue past (its commit pipeline cannot write the
+// WAL): the store is unusable until the process restarts. Writes made
+// through Engine and Batch return it as an error instead (their goroutine
+// is where Pebble panics); a Pebble background goroutine that meets it
+// crashes the process, which is what a disk that fails writes calls for.
+type FatalError struct{ Msg string }
+
+func (e *FatalError) Error() string { return "storage: fatal: " + e.Msg }
+
+// noteErr records the first write error.
+func (e *Engine) noteErr(err error) error { return e.failed.note(err) }
+
+// recoverFatal turns a *FatalError panic of a write made on the calling
+// goroutine into the error *errp (Pebble panics through its logger when a
+// commit cannot be written); other panics go on.
+func recoverFatal(errp *error) {
+	if p := recover(); p != nil {
+		fe, ok := p.(*FatalError)
+		if !ok {
+			panic(p)
+		}
+		*errp = fe
+	}
+}
+
+// Err returns the first write error the store hit, nil if none. A store
+// that failed a write cannot be trusted to have persisted what it applied
+// in memory (a WAL sync that fails leaves the batch visible); the node
+// reports itself unhealthy so that it is restarted from what is durable.
+func (e *Engine) Err() error { return e.failed.err() }
 
 // Open opens (creating if needed) the store described by cfg.
 func Open(cfg Config) (*Engine, error) {
@@ -94,6 +149,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	failed := &failure{}
 	cache := pebble.NewCache(cfg.CacheBytes)
 	defer cache.Unref()
 	opts := &pebble.Options{
@@ -101,7 +157,7 @@ func Open(cfg Config) (*Engine, error) {
 		Cache:              cache,
 		MemTableSize:       cfg.MemTableBytes,
 		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             slogPebbleLogger{cfg.Logger},
+		Logger:             slogPebbleLogger{cfg.Logger, failed},
 	}
 	db, err := pebble.Open(cfg.Dir, opts)
 	if err != nil {
@@ -111,7 +167,7 @@ func Open(cfg Config) (*Engine, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	return &Engine{db: db, fs: fs, dir: cfg.Dir, logger: cfg.Logger}, nil
+	return &Engine{db: db, fs: fs, dir: cfg.Dir, logger: cfg.Logger, failed: failed}, nil
 }
 
 // Close closes the store. Safe to call twice.
@@ -130,27 +186,29 @@ func (e *Engine) NewIter(span Span) (*pebble.Iterator, error) {
 
 // NewBatch returns an indexed batch: reads through it see its own writes, which
 // lets a state machine apply several commands that touch one row in one batch.
-func (e *Engine) NewBatch() *Batch { return &Batch{b: e.db.NewIndexedBatch()} }
+func (e *Engine) NewBatch() *Batch { return &Batch{b: e.db.NewIndexedBatch(), e: e} }
 
 // NewWriteBatch returns a write-only batch, cheaper than NewBatch, for writers
 // that never read back what they wrote (raft log appends).
-func (e *Engine) NewWriteBatch() *Batch { return &Batch{b: e.db.NewBatch()} }
+func (e *Engine) NewWriteBatch() *Batch { return &Batch{b: e.db.NewBatch(), e: e} }
 
 // NewSnapshot returns a consistent point-in-time view. The caller closes it.
 func (e *Engine) NewSnapshot() *Snapshot { return &Snapshot{s: e.db.NewSnapshot()} }
 
 // ClearSpan deletes every key in span durably.
-func (e *Engine) ClearSpan(span Span) error {
-	return e.db.DeleteRange(span.Start, span.End, pebble.Sync)
+func (e *Engine) ClearSpan(span Span) (err error) {
+	defer recoverFatal(&err)
+	return e.noteErr(e.db.DeleteRange(span.Start, span.End, pebble.Sync))
 }
 
 // Ingest atomically replaces the contents of span with the keys of the given
 // SST files, which must lie inside span (see NewSSTWriter). It is how a
 // replica installs a snapshot without passing the data through the memtable.
-func (e *Engine) Ingest(ctx context.Context, span Span, paths []string) error {
-	_, err := e.db.IngestAndExcise(ctx, paths, nil, nil, pebble.KeyRange{Start: span.Start, End: span.End})
+func (e *Engine) Ingest(ctx context.Context, span Span, paths []string) (err error) {
+	defer recoverFatal(&err)
+	_, err = e.db.IngestAndExcise(ctx, paths, nil, nil, pebble.KeyRange{Start: span.Start, End: span.End})
 	if err != nil {
-		return fmt.Errorf("storage: ingest %d files into %s: %w", len(paths), span, err)
+		return e.noteErr(fmt.Errorf("storage: ingest %d files into %s: %w", len(paths), span, err))
 	}
 	return nil
 }
@@ -204,6 +262,7 @@ func (w *SSTWriter) Path() string { return w.path }
 // Batch is an atomic set of writes. Not safe for concurrent use.
 type Batch struct {
 	b *pebble.Batch
+	e *Engine
 }
 
 // Get implements Reader; it sees the batch's own writes (indexed batches only).
@@ -229,13 +288,16 @@ func (b *Batch) Empty() bool { return b.b.Empty() }
 // Len is the size of the batch's encoding in bytes.
 func (b *Batch) Len() int { return b.b.Len() }
 
-// Commit applies the batch; with sync it returns after the write is durable.
-func (b *Batch) Commit(sync bool) error {
+// Commit applies the batch; with sync it returns after the write is
+// durable. An error here (including a *FatalError: Pebble could not write
+// its WAL) also marks the store failed (Engine.Err).
+func (b *Batch) Commit(sync bool) (err error) {
+	defer recoverFatal(&err)
 	opts := pebble.NoSync
 	if sync {
 		opts = pebble.Sync
 	}
-	return b.b.Commit(opts)
+	return b.e.noteErr(b.b.Commit(opts))
 }
 
 // Close releases the batch. A batch that is closed without Commit is dropped.
@@ -276,7 +338,10 @@ func get(g getter, key []byte) ([]byte, bool, error) {
 
 // slogPebbleLogger adapts slog to Pebble's logger. Pebble logs at info what
 // we consider debug detail (compactions, flushes).
-type slogPebbleLogger struct{ l *slog.Logger }
+type slogPebbleLogger struct {
+	l      *slog.Logger
+	failed *failure
+}
 
 func (l slogPebbleLogger) Infof(format string, args ...any) {
 	l.l.Debug("pebble", "msg", fmt.Sprintf(format, args...))
@@ -285,9 +350,12 @@ func (l slogPebbleLogger) Errorf(format string, args ...any) {
 	l.l.Error("pebble", "msg", fmt.Sprintf(format, args...))
 }
 func (l slogPebbleLogger) Fatalf(format string, args ...any) {
-	// Pebble calls Fatalf on corruption it cannot continue past; only main
-	// exits, so we log and panic, which the daemon turns into an exit.
+	// Pebble calls Fatalf when it cannot continue (a WAL write failed, a
+	// corruption): the store is marked failed and the calling goroutine
+	// panics with *FatalError (see its doc for who recovers it).
 	msg := fmt.Sprintf(format, args...)
 	l.l.Error("pebble fatal", "msg", msg)
-	panic("pebble: " + msg)
+	err := &FatalError{Msg: msg}
+	_ = l.failed.note(err)
+	panic(err)
 }

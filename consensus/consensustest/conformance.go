@@ -41,6 +41,9 @@ type Harness struct {
 	// the instant it crashes, or a peer could count an acknowledgement of
 	// state the crash then loses. Required with Crashable.
 	Silence func(t *testing.T, node consensus.NodeID, silent bool)
+	// WrapFS, with Crashable, wraps node's filesystem each time the node
+	// starts, for instance with Pebble's errorfs to inject I/O errors.
+	WrapFS func(node consensus.NodeID, fs vfs.FS) vfs.FS
 	// Seed drives the random choices of crashes (which unsynced writes
 	// survive). Zero means a seed from the clock; the suite logs it.
 	Seed int64
@@ -212,6 +215,9 @@ func (c *Cluster) startNode(i int) {
 	cfg := storage.Config{Dir: c.dirs[i]}
 	if c.h.Crashable {
 		cfg = storage.Config{Dir: "store", FS: c.fss[i]}
+		if c.h.WrapFS != nil {
+			cfg.FS = c.h.WrapFS(consensus.NodeID(i+1), c.fss[i])
+		}
 	}
 	c.mu.RUnlock()
 	st, err := storage.Open(cfg)
@@ -227,7 +233,11 @@ func (c *Cluster) startNode(i int) {
 	c.mu.Unlock()
 }
 
-func (c *Cluster) stopNode(i int) {
+func (c *Cluster) stopNode(i int) { c.stopNodeQuiet(i, false) }
+
+// stopNodeQuiet stops node i; a crashed node's close errors (its disk may
+// be failing) are expected and not reported when quiet.
+func (c *Cluster) stopNodeQuiet(i int, quiet bool) {
 	c.t.Helper()
 	c.mu.Lock()
 	e, st := c.engines[i], c.stores[i]
@@ -236,12 +246,12 @@ func (c *Cluster) stopNode(i int) {
 	clear(c.groups[i])
 	c.mu.Unlock()
 	if e != nil {
-		if err := e.Close(); err != nil {
+		if err := e.Close(); err != nil && !quiet {
 			c.t.Errorf("close engine %d: %v", i+1, err)
 		}
 	}
 	if st != nil {
-		if err := st.Close(); err != nil {
+		if err := st.Close(); err != nil && !quiet {
 			c.t.Errorf("close store %d: %v", i+1, err)
 		}
 	}
@@ -266,7 +276,7 @@ func (c *Cluster) Crash(nodes ...int) {
 	c.t.Helper()
 	clones := c.CrashPoint(nodes...)
 	for i, n := range nodes {
-		c.stopNode(n - 1)
+		c.stopNodeQuiet(n-1, true)
 		c.mu.Lock()
 		c.fss[n-1] = clones[i]
 		c.mu.Unlock()

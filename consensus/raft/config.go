@@ -110,6 +110,10 @@ type Config struct {
 	// are dropped and the peer reported unreachable to raft. Default 16384.
 	SendQueueMessages int
 
+	// StallTimeout is how long one scheduling cycle may run before Healthy
+	// reports the engine stalled. Default 30s.
+	StallTimeout time.Duration
+
 	// Resolver maps node ids to internode addresses. Required unless
 	// TestingKnobs.Transport replaces the gRPC transport.
 	Resolver Resolver
@@ -211,6 +215,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.SendQueueMessages == 0 {
 		c.SendQueueMessages = 16384
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = 30 * time.Second
 	}
 	if c.MaxInboxBytes == 0 {
 		c.MaxInboxBytes = 64 << 20

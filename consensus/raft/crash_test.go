@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/cosmosd/cosmosd/consensus"
 	"github.com/cosmosd/cosmosd/consensus/consensustest"
@@ -21,9 +23,12 @@ import (
 // crashHarness is memHarness on crashable in-memory filesystems: a crash
 // silences the node on the network, keeps what it synced (and a random
 // part of what it did not) and restarts it from there.
-func crashHarness(t *testing.T, replicas int, tweak func(*Config)) (*consensustest.Cluster, *MemNetwork) {
+func crashHarness(t *testing.T, replicas int, tweak func(*Config), adjust ...func(*consensustest.Harness)) (*consensustest.Cluster, *MemNetwork) {
 	t.Helper()
 	h, netOf := memHarness(replicas, tweak)
+	for _, f := range adjust {
+		f(&h)
+	}
 	h.Timeout = waitTimeout
 	h.Crashable = true
 	h.Silence = func(t *testing.T, node consensus.NodeID, silent bool) {
@@ -62,6 +67,17 @@ type appendLog struct {
 	acked   map[string]string // value -> key, acknowledged
 	failed  map[string]bool   // provably not applied
 	unknown int
+}
+
+// snapshot returns the acknowledged values so far.
+func (l *appendLog) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.acked))
+	for v := range l.acked {
+		out = append(out, v)
+	}
+	return out
 }
 
 func newAppendLog() *appendLog {
@@ -286,6 +302,79 @@ func TestCrashDuringSnapshotInstall(t *testing.T) {
 					t.Fatalf("k%d = %q %v", i, v, ok)
 				}
 			}
+		})
+	}
+}
+
+// TestDiskErrors: one node's disk starts failing writes (EIO, then
+// ENOSPC) while clients append. The other three keep committing; the
+// node's replicas stop instead of serving state that may not be durable,
+// and its engine reports itself unhealthy (so the daemon's watchdog gets
+// it restarted). Once the disk works again, the node restarts from what it
+// had synced and catches up: nothing acknowledged is lost or applied
+// twice, and the replicas agree.
+func TestDiskErrors(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			const sick = 3
+			var failing atomic.Bool
+			inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if failing.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+					return &os.PathError{Op: "write", Path: op.Path, Err: errno}
+				}
+				return nil
+			})
+			c, _ := crashHarness(t, 4, func(cfg *Config) {
+				cfg.LogTruncateEntries, cfg.LogRetainEntries = 40, 5
+			}, func(h *consensustest.Harness) {
+				h.WrapFS = func(node consensus.NodeID, fs vfs.FS) vfs.FS {
+					if node == sick {
+						return errorfs.Wrap(fs, inj)
+					}
+					return fs
+				}
+			})
+			groups := []consensus.GroupID{1, 2}
+			for _, id := range groups {
+				c.StartGroup(id, c.Members())
+			}
+			log := newAppendLog()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for cl := range 3 {
+				seed := c.Seed() + int64(cl)
+				wg.Go(func() { runAppends(c, groups, cl, seed, log, stop) })
+			}
+			time.Sleep(100 * time.Millisecond)
+			failing.Store(true)
+			eventually(t, waitTimeout, func() error {
+				if err := rawEngine(c, sick).Healthy(); err == nil {
+					return errors.New("the engine of the failing disk still reports healthy")
+				}
+				for _, id := range groups {
+					if c.Group(sick, id).Status().Err == nil {
+						return fmt.Errorf("group %d still runs on the failing disk", id)
+					}
+				}
+				return nil
+			})
+			// The others go on.
+			before := len(log.snapshot())
+			eventually(t, waitTimeout, func() error {
+				if n := len(log.snapshot()); n < before+50 {
+					return fmt.Errorf("%d appends acknowledged since the disk failed", n-before)
+				}
+				return nil
+			})
+			// The disk is replaced (or space freed): restart from what it
+			// had synced.
+			c.Crash(sick)
+			failing.Store(false)
+			c.StartNode(sick, groups...)
+			time.Sleep(100 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			checkAppends(t, c, groups, log)
 		})
 	}
 }

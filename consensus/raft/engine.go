@@ -136,6 +136,33 @@ func (e *Engine) Tick() {
 	}
 }
 
+// Healthy reports whether the engine makes progress: it fails when the
+// store failed a write (a commit or sync error), or when one scheduling
+// cycle (which every group's writes and fsyncs go through) has run for
+// longer than Config.StallTimeout. The daemon stops its systemd watchdog
+// pings then, so a node whose disk fails or wedges is restarted from what
+// is durable.
+func (e *Engine) Healthy() error {
+	if err := e.cfg.Storage.Err(); err != nil {
+		return fmt.Errorf("raft: the store failed a write, so what it applied may not be durable: %w", err)
+	}
+	return e.sched.stalled(e.cfg.StallTimeout)
+}
+
+// failAll stops every group after a failure of the store. Scheduler
+// goroutine only, between the phases of a cycle.
+func (e *Engine) failAll(err error) {
+	e.mu.RLock()
+	groups := make([]*group, 0, len(e.mu.groups))
+	for _, g := range e.mu.groups {
+		groups = append(groups, g)
+	}
+	e.mu.RUnlock()
+	for _, g := range groups {
+		g.fail(fmt.Errorf("store failed: %w", err))
+	}
+}
+
 // PersistedGroup is a group with raft state on this node.
 type PersistedGroup struct {
 	ID        consensus.GroupID

@@ -1,8 +1,11 @@
 package raft
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cosmosd/cosmosd/consensus"
 	transportpb "github.com/cosmosd/cosmosd/proto/transport"
@@ -33,6 +36,10 @@ type scheduler struct {
 	e    *Engine
 	wake chan struct{}
 	done chan struct{}
+	// cycleStart is when the running cycle began (UnixNano), 0 while
+	// idle: a cycle that never ends (an fsync stuck on a dying disk)
+	// shows in Engine.Healthy.
+	cycleStart atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -89,7 +96,9 @@ func (s *scheduler) run() {
 			<-s.wake
 			continue
 		}
+		s.cycleStart.Store(time.Now().UnixNano())
 		s.cycle(q)
+		s.cycleStart.Store(0)
 		clear(q)
 		spare = q
 	}
@@ -117,11 +126,15 @@ func (s *scheduler) cycle(q []*group) {
 			batches = append(batches, w.applyBatch)
 		}
 	}
-	var err error
-	for i, b := range batches {
-		if err = b.Commit(needSync && i == len(batches)-1); err != nil {
-			break
-		}
+	err := commitAll(batches, needSync)
+	var fatal *storage.FatalError
+	if errors.As(err, &fatal) {
+		// The store cannot write any more: every group stops now (their
+		// state is ours to touch: prepares are done), not only this
+		// cycle's, and the engine reports itself unhealthy. What they
+		// applied in memory may not be durable; a restart recovers from
+		// what is.
+		s.e.failAll(err)
 	}
 	for _, b := range batches {
 		_ = b.Close()
@@ -138,6 +151,16 @@ func (s *scheduler) cycle(q []*group) {
 		}
 	}
 	s.send(works, func(w *groupWork) []outMsg { return w.out })
+}
+
+// commitAll commits batches in order, the last with sync when needSync.
+func commitAll(batches []*storage.Batch, needSync bool) (err error) {
+	for i, b := range batches {
+		if err = b.Commit(needSync && i == len(batches)-1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // send hands the messages pick selects to the transport, one batch per
@@ -186,4 +209,16 @@ func (s *scheduler) parallel(n int, f func(int)) {
 	}
 	work()
 	wg.Wait()
+}
+
+// stalled reports a cycle that has run longer than limit.
+func (s *scheduler) stalled(limit time.Duration) error {
+	start := s.cycleStart.Load()
+	if start == 0 {
+		return nil
+	}
+	if d := time.Since(time.Unix(0, start)); d > limit {
+		return fmt.Errorf("raft: a scheduling cycle has run for %s (a write or sync that does not return: is the disk failing?)", d.Round(time.Second))
+	}
+	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,6 +67,19 @@ func TestFailedReplicaIsReplaced(t *testing.T) {
 		err := rep.Group().Status().Err
 		return err != nil, "still running"
 	})
+	// The node says so on /healthz (still 200: a restart would not help)
+	// and in its metrics.
+	for path, want := range map[string]string{"/healthz": "1 failed replicas", "/metrics": "cosmosd_failed_replicas 1"} {
+		resp, err := http.Get("http://" + node.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Fatalf("GET %s: %d, want 200 with %q in:\n%.2000s", path, resp.StatusCode, want, body)
+		}
+	}
 	// Local reads at ONE refuse the failed replica.
 	if _, err := rep.Read(context.Background(), &kvpb.ReadRequest{PartitionId: part, TableId: rep.Descriptor().GetTableId()}); err == nil {
 		t.Fatal("a failed replica served a read")
