@@ -27,6 +27,7 @@ import (
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/consensus"
 	"github.com/cosmosd/cosmosd/consensus/local"
+	"github.com/cosmosd/cosmosd/consensus/raft"
 	"github.com/cosmosd/cosmosd/cql"
 	"github.com/cosmosd/cosmosd/cql/exec"
 	"github.com/cosmosd/cosmosd/partition"
@@ -233,8 +234,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.parts.Recover(ctx); err != nil {
 		return nil, err
 	}
-	n.router = router.New(router.Config{NodeID: consensus.NodeID(n.id), Store: n.parts, Meta: n.meta,
-		MaxMessageBytes: cfg.MaxFrameBytes + (1 << 20), Logger: n.logger})
+	rcfg := router.Config{NodeID: consensus.NodeID(n.id), Store: n.parts, Meta: n.meta,
+		MaxMessageBytes: cfg.MaxFrameBytes + (1 << 20), Logger: n.logger}
+	if re, ok := n.cons.(*raft.Engine); ok {
+		// A node that leads partitions followed here heartbeats every
+		// tick; its silence routes requests around it at once.
+		rcfg.Liveness = func(node consensus.NodeID) (time.Duration, bool) { return re.LeaderSilence(node, 10*time.Second) }
+	}
+	n.router = router.New(rcfg)
 
 	// Internal gRPC: forwarding (and the raft transport).
 	n.peerSrv = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxFrameBytes+(1<<20)), grpc.KeepaliveEnforcementPolicy(router.KeepaliveEnforcement))

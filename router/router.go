@@ -36,7 +36,16 @@ type Config struct {
 	// max frame size plus 1 MiB). Default 64 MiB; gRPC's own default of
 	// 4 MiB would fail forwarded reads of large rows.
 	MaxMessageBytes int
-	Logger          *slog.Logger
+	// Liveness, when set, tells for how long a node that leads partitions
+	// followed on this node has been silent (known=false when it leads
+	// none here); the raft engine's LeaderSilence. It lets the router
+	// route around a paused or cut-off leader within a fraction of an
+	// election timeout instead of waiting on its open connection.
+	Liveness func(node consensus.NodeID) (silence time.Duration, known bool)
+	// SilentAfter is the silence after which Liveness marks a node
+	// suspect. Default 500ms (five heartbeats).
+	SilentAfter time.Duration
+	Logger      *slog.Logger
 }
 
 // Router routes requests to partitions. Safe for concurrent use.
@@ -44,6 +53,9 @@ type Router struct {
 	cfg Config
 
 	leaders sync.Map // partition id → consensus.NodeID hint
+	// suspects maps nodes that failed to answer in time (or went silent)
+	// to the time until which they are tried last (time.Time).
+	suspects sync.Map
 
 	connMu sync.Mutex
 	conns  map[consensus.NodeID]*nodeConn
@@ -105,6 +117,9 @@ func New(cfg Config) *Router {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = 64 << 20
 	}
+	if cfg.SilentAfter <= 0 {
+		cfg.SilentAfter = 500 * time.Millisecond
+	}
 	// Keepalives find a dead or cut-off peer within seconds instead of
 	// leaving requests on a silent connection until TCP gives up.
 	cfg.DialOptions = append(cfg.DialOptions, grpc.WithKeepaliveParams(KeepaliveParams), grpc.WithConnectParams(ConnectParams),
@@ -162,6 +177,75 @@ func (r *Router) lookup(t Target) (*kvpb.Descriptor, error) {
 	return d, nil
 }
 
+// suspectFor is how long a node that failed to answer is tried last.
+const suspectFor = 3 * time.Second
+
+// errSilent cancels an attempt whose node went silent.
+var errSilent = errors.New("router: node went silent")
+
+// suspect reports whether node recently failed to answer in time, or is
+// silent now according to Liveness.
+func (r *Router) suspect(node consensus.NodeID) bool {
+	if node == r.cfg.NodeID {
+		return false
+	}
+	if v, ok := r.suspects.Load(node); ok {
+		if time.Now().Before(v.(time.Time)) {
+			return true
+		}
+		r.suspects.Delete(node)
+	}
+	return r.silent(node)
+}
+
+func (r *Router) silent(node consensus.NodeID) bool {
+	if r.cfg.Liveness == nil || node == r.cfg.NodeID {
+		return false
+	}
+	d, known := r.cfg.Liveness(node)
+	return known && d > r.cfg.SilentAfter
+}
+
+func (r *Router) markSuspect(node consensus.NodeID) {
+	if node != r.cfg.NodeID {
+		r.suspects.Store(node, time.Now().Add(suspectFor))
+	}
+}
+
+// watchSilence cancels ctx with errSilent if node goes silent while an
+// attempt waits on it; stop ends the watch.
+func (r *Router) watchSilence(ctx context.Context, node consensus.NodeID) (context.Context, func()) {
+	if r.cfg.Liveness == nil || node == r.cfg.NodeID {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	check := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if r.silent(node) {
+			cancel(errSilent)
+			return
+		}
+		t.Reset(r.cfg.SilentAfter / 5)
+	}
+	mu.Lock()
+	t = time.AfterFunc(r.cfg.SilentAfter/5, check)
+	mu.Unlock()
+	return ctx, func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+		cancel(nil)
+	}
+}
+
 // candidates orders the nodes to try for desc.
 func (r *Router) candidates(desc *kvpb.Descriptor, leader bool) []consensus.NodeID {
 	var out []consensus.NodeID
@@ -180,7 +264,7 @@ func (r *Router) candidates(desc *kvpb.Descriptor, leader bool) []consensus.Node
 		}
 		return false
 	}
-	if h, ok := r.leaders.Load(desc.GetId()); ok && isReplica(h.(consensus.NodeID)) {
+	if h, ok := r.leaders.Load(desc.GetId()); ok && isReplica(h.(consensus.NodeID)) && !r.suspect(h.(consensus.NodeID)) {
 		add(h.(consensus.NodeID))
 	}
 	if isReplica(r.cfg.NodeID) {
@@ -194,7 +278,15 @@ func (r *Router) candidates(desc *kvpb.Descriptor, leader bool) []consensus.Node
 	}
 	// Spread first attempts of different requests when there is no hint.
 	rand.Shuffle(len(voters), func(i, j int) { voters[i], voters[j] = voters[j], voters[i] })
+	var last []consensus.NodeID
 	for _, v := range voters {
+		if r.suspect(v) {
+			last = append(last, v) // paused or cut off: only if nothing else answers
+			continue
+		}
+		add(v)
+	}
+	for _, v := range last {
 		add(v)
 	}
 	return out
@@ -295,15 +387,38 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 					callCtx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
 				}
 			}
+			callCtx, stopWatch := r.watchSilence(callCtx, node)
 			sent, err := call(callCtx, node, desc)
+			wentSilent := errors.Is(context.Cause(callCtx), errSilent)
+			stopWatch()
 			cancel()
 			if err == nil {
 				if t.Leader {
 					r.leaders.Store(desc.GetId(), node)
 				}
+				r.suspects.Delete(node)
 				return nil
 			}
+			if wentSilent {
+				// The node stopped sending heartbeats while the request
+				// waited on it (paused, cut off, wedged): do not wait for
+				// the request's deadline. A write may have reached it and
+				// may yet commit, so its outcome is unknown; a read just
+				// goes elsewhere.
+				r.markSuspect(node)
+				if h, ok := r.leaders.Load(desc.GetId()); ok && h.(consensus.NodeID) == node {
+					r.leaders.Delete(desc.GetId())
+				}
+				if sent && !idempotent {
+					return &inFlightError{partition.Errorf(kvpb.Error_TIMEOUT, "partition %d: node %d went silent while the write was in flight, so it may or may not have been applied", desc.GetId(), node)}
+				}
+				lastErr = fmt.Errorf("node %d went silent: %w", node, err)
+				continue
+			}
 			lastErr = err
+			if transportFailure(err) && (sent || !errors.Is(err, context.DeadlineExceeded)) {
+				r.markSuspect(node)
+			}
 			if h, ok := r.leaders.Load(desc.GetId()); ok && h.(consensus.NodeID) == node && transportFailure(err) {
 				// The hinted leader did not answer: forget the hint so
 				// the next request (a driver retry) asks another replica
@@ -336,7 +451,7 @@ func (r *Router) do(ctx context.Context, t Target, idempotent bool, call func(ct
 				// know better (it may have just restarted), so ask the rest.
 				unavail = err
 			case retryHint:
-				if h, ok := r.leaders.Load(desc.GetId()); ok {
+				if h, ok := r.leaders.Load(desc.GetId()); ok && !r.suspect(h.(consensus.NodeID)) {
 					cands = append([]consensus.NodeID{h.(consensus.NodeID)}, cands...)
 				}
 			case refreshRoute:

@@ -35,6 +35,12 @@ type Engine struct {
 	snapSends chan struct{} // semaphore of Config.MaxSnapshotSends
 	snapRecvs chan struct{} // semaphore of Config.MaxSnapshotRecvs
 
+	// leaderBeat maps a node to the time (UnixNano, *atomic.Int64) this
+	// node last received leader traffic (heartbeats, appends) from it: a
+	// node that leads groups followed here sends some every tick, so its
+	// silence is a fast failure detector (see LeaderSilence).
+	leaderBeat sync.Map
+
 	mu struct {
 		sync.RWMutex
 		groups   map[consensus.GroupID]*group
@@ -566,6 +572,9 @@ func (e *Engine) HandleMessages(from consensus.NodeID, msgs []*transportpb.RaftM
 			e.cfg.Logger.Debug("dropped malformed message", "node", uint64(from), "group", rm.GetGroup(), "err", err)
 			continue
 		}
+		if t := m.GetType(); t == pb.MsgHeartbeat || t == pb.MsgApp {
+			e.noteLeaderBeat(from)
+		}
 		g.deliver(inMsg{m: m, from: from, size: len(rm.GetMessage())})
 	}
 }
@@ -588,6 +597,35 @@ func (g *group) deliver(m inMsg) {
 	if wake {
 		g.e.sched.enqueue(g)
 	}
+}
+
+func (e *Engine) noteLeaderBeat(node consensus.NodeID) {
+	now := time.Now().UnixNano()
+	if v, ok := e.leaderBeat.Load(node); ok {
+		v.(*atomic.Int64).Store(now)
+		return
+	}
+	v := &atomic.Int64{}
+	v.Store(now)
+	e.leaderBeat.Store(node, v)
+}
+
+// LeaderSilence reports for how long node, which leads groups this node
+// follows, has sent no leader traffic. A leader sends heartbeats every
+// tick, so silence of a few ticks means the node is paused, cut off or
+// wedged, long before an election timeout deposes it. ok is false when the
+// node sent no leader traffic within the last recentLeader (it leads
+// nothing here, or has been gone for long): its silence then says nothing.
+func (e *Engine) LeaderSilence(node consensus.NodeID, recentLeader time.Duration) (silence time.Duration, ok bool) {
+	v, found := e.leaderBeat.Load(node)
+	if !found {
+		return 0, false
+	}
+	d := time.Since(time.Unix(0, v.(*atomic.Int64).Load()))
+	if d > recentLeader {
+		return d, false
+	}
+	return d, true
 }
 
 // ReportUnreachable implements Handler.
