@@ -378,3 +378,112 @@ func TestDiskErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashDuringMembershipChange moves replica 4 to a fifth node (add a
+// learner, which catches up from a snapshot, then promote it and remove
+// replica 4 in one joint change) while clients append, and crashes random
+// sets of nodes at random instants of the move. The move is retried after
+// each crash until it completes, as the controller would; then nothing
+// acknowledged is lost or applied twice and the final replicas agree.
+func TestCrashDuringMembershipChange(t *testing.T) {
+	for r := range crashRounds(3) {
+		t.Run(fmt.Sprint(r), func(t *testing.T) {
+			c, _ := crashHarness(t, 4, func(cfg *Config) {
+				cfg.LogTruncateEntries, cfg.LogRetainEntries = 30, 5
+			})
+			rng := rand.New(rand.NewSource(c.Seed() + 7))
+			c.StartGroup(1, c.Members())
+			n5 := c.AddNode()
+			groups := []consensus.GroupID{1}
+			log := newAppendLog()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for cl := range 3 {
+				seed := rng.Int63()
+				wg.Go(func() { runAppends(c, groups, cl, seed, log, stop) })
+			}
+			c.StartGroupOn(n5, 1, nil)
+			moved := make(chan error, 1)
+			go func() { moved <- moveReplica(c, 1, 4, 5, consensus.NodeID(n5)) }()
+			time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
+			var victims []int
+			for _, n := range rng.Perm(5)[:1+rng.Intn(3)] {
+				victims = append(victims, n+1)
+			}
+			t.Logf("crash %v during the move", victims)
+			c.Crash(victims...)
+			time.Sleep(time.Duration(rng.Intn(100)) * time.Millisecond)
+			for _, v := range victims {
+				c.StartNode(v, 1)
+			}
+			if err := <-moved; err != nil {
+				t.Fatalf("move: %v (seed %d)", err, c.Seed())
+			}
+			c.DestroyGroupOn(4, 1)
+			time.Sleep(100 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			checkAppends(t, c, groups, log)
+			for _, n := range []int{1, 2, 3, n5} {
+				st := c.Group(n, 1).Status()
+				for _, m := range st.Members {
+					if m.ReplicaID == 4 || m.Learner {
+						t.Fatalf("node %d: members %v after the move", n, st.Members)
+					}
+				}
+			}
+		})
+	}
+}
+
+// moveReplica replaces replica from with replica to on node, retrying
+// every step until it is done or a minute passes: add to as a learner,
+// wait until it replicates, then promote it and remove from together.
+func moveReplica(c *consensustest.Cluster, id consensus.GroupID, from, to consensus.ReplicaID, node consensus.NodeID) error {
+	deadline := time.Now().Add(time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		var g consensus.Group
+		for n := 1; n <= c.Nodes(); n++ {
+			if gg := c.Group(n, id); gg != nil && gg.Status().IsLeader() {
+				g = gg
+				break
+			}
+		}
+		if g == nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		st := g.Status()
+		var toMember, fromMember, toLearner bool
+		for _, m := range st.Members {
+			switch m.ReplicaID {
+			case to:
+				toMember, toLearner = true, m.Learner
+			case from:
+				fromMember = true
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		switch {
+		case toMember && !toLearner && !fromMember:
+			cancel()
+			return nil
+		case !toMember:
+			last = g.ChangeReplicas(ctx, []consensus.ReplicaChange{{Type: consensus.AddLearner, Replica: consensus.Replica{ReplicaID: to, NodeID: node, Learner: true}}})
+		case st.Progress[to] == 0 || st.Progress[to] < st.Commit:
+			last = fmt.Errorf("learner at %d of %d", st.Progress[to], st.Commit)
+			time.Sleep(10 * time.Millisecond)
+		default:
+			last = g.ChangeReplicas(ctx, []consensus.ReplicaChange{
+				{Type: consensus.PromoteLearner, Replica: consensus.Replica{ReplicaID: to}},
+				{Type: consensus.RemoveReplica, Replica: consensus.Replica{ReplicaID: from}},
+			})
+		}
+		cancel()
+		if last != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return fmt.Errorf("replica %d not moved within a minute: %v", from, last)
+}
