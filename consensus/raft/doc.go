@@ -61,11 +61,15 @@
 // entry (the proposal was overwritten by a new leader: NotLeaderError). A
 // proposal whose index a snapshot covers fails with consensus.ErrAmbiguous.
 // With CheckQuorum a leader that cannot reach a quorum steps down within an
-// election timeout; requests that cannot complete fail when their context
-// ends with an error wrapping both the context's error and, when no leader
-// is known or the leader hears from no quorum, consensus.ErrNoQuorum; the
-// error names the group. Nothing ever reports success for an uncommitted
-// command.
+// election timeout. A replica that knows its group lacks a quorum (see
+// quorumLost in requests.go) refuses new requests at once with
+// consensus.ErrNoQuorum, and fails the commands it has in flight with
+// consensus.ErrAmbiguous after twice that window (they may still commit if
+// the replicas return); a group that stops fails them with ErrAmbiguous
+// too, and only what never reached raft with ErrStopped. Requests that
+// cannot complete otherwise fail when their context ends; the error names
+// the group. Nothing ever reports success for an uncommitted command, and
+// nothing that may commit is reported as not attempted.
 //
 // # Untrusted input
 //
