@@ -244,7 +244,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.router = router.New(rcfg)
 
 	// Internal gRPC: forwarding (and the raft transport).
-	n.peerSrv = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxFrameBytes+(1<<20)), grpc.KeepaliveEnforcementPolicy(router.KeepaliveEnforcement))
+	n.peerSrv = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxFrameBytes+(1<<20)), grpc.KeepaliveEnforcementPolicy(router.KeepaliveEnforcement),
+		grpc.ChainUnaryInterceptor(recoverUnary(n.logger)), grpc.ChainStreamInterceptor(recoverStream(n.logger)))
 	kvpb.RegisterInternalServer(n.peerSrv, router.NewServer(n.parts))
 	if rs, ok := n.cons.(interface{ RegisterService(*grpc.Server) }); ok {
 		rs.RegisterService(n.peerSrv)
@@ -314,7 +315,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.ctrl.Run(ctrlCtx)
 	}()
 
-	n.adminSrv = grpc.NewServer()
+	n.adminSrv = grpc.NewServer(grpc.ChainUnaryInterceptor(recoverUnary(n.logger)), grpc.ChainStreamInterceptor(recoverStream(n.logger)))
 	adminpb.RegisterAdminServer(n.adminSrv, admin.NewServer(admin.Config{Meta: n.meta, Router: n.router, Catalog: n.catalog,
 		DeadAfter: cfg.DeadAfter, PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger,
 		MaxProvisionedThroughput: cfg.MaxProvisionedThroughput, MaxPartitionsPerTable: cfg.MaxPartitionsPerTable}))
