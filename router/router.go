@@ -128,10 +128,18 @@ func New(cfg Config) *Router {
 }
 
 // KeepaliveParams are the client keepalives of internal connections; the
-// internal server accepts them with KeepaliveEnforcement.
+// internal server accepts them with KeepaliveEnforcement. A connection
+// that receives nothing for a second is pinged and closed if the ping is
+// not answered within another: a request waiting on a peer that was
+// paused or cut off (its TCP connection stays open and silent) fails
+// within about two seconds instead of when TCP gives up. Pings cost a few
+// bytes a second per connection. (A peer of an older version that
+// enforces a longer minimum answers too-frequent pings with GOAWAY; gRPC
+// clients then double their interval, so a rolling upgrade only resets
+// connections for a while.)
 var (
-	KeepaliveParams      = keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 3 * time.Second, PermitWithoutStream: true}
-	KeepaliveEnforcement = keepalive.EnforcementPolicy{MinTime: 4 * time.Second, PermitWithoutStream: true}
+	KeepaliveParams      = keepalive.ClientParameters{Time: time.Second, Timeout: time.Second, PermitWithoutStream: true}
+	KeepaliveEnforcement = keepalive.EnforcementPolicy{MinTime: 500 * time.Millisecond, PermitWithoutStream: true}
 )
 
 // ConnectParams reconnect to a node quickly once it is back. gRPC's

@@ -481,3 +481,33 @@ func TestStopInFlightIsAmbiguous(t *testing.T) {
 		t.Fatalf("request that never reached raft: %v, want ErrStopped or ErrNoQuorum", err)
 	}
 }
+
+// TestFollowerDoesNotPointToSilentLeader: once its leader has been quiet
+// for half an election timeout (paused, cut off), a follower no longer
+// names it, in Status or in NotLeaderError: callers would only wait on a
+// node that may never answer. Requests wait for the next leader instead.
+func TestFollowerDoesNotPointToSilentLeader(t *testing.T) {
+	c, net := newTestCluster(t, 4, nil)
+	c.StartGroup(1, c.Members())
+	c.MustPropose(1, consensustest.Put("k", "0"))
+	leader := c.Leader(1)
+	old := c.Group(leader, 1).Status().ReplicaID
+	f := c.Group(without([]int{1, 2, 3, 4}, leader)[0], 1)
+	net.Isolate(consensus.NodeID(leader))
+	eventually(t, waitTimeout, func() error {
+		if l := f.Status().Leader; l == old {
+			return fmt.Errorf("follower still names the silent leader r%d", l)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	_, err := f.Propose(ctx, consensustest.Put("k", "1"))
+	var nl *consensus.NotLeaderError
+	if errors.As(err, &nl) && nl.Leader == old {
+		t.Fatalf("proposal on a follower: %v, naming the silent leader", err)
+	}
+	if err != nil && !errors.As(err, &nl) {
+		t.Fatalf("proposal on a follower: %v", err)
+	}
+}

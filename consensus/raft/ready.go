@@ -523,9 +523,14 @@ func (g *group) publishStatus(ticked bool) {
 		g.mu.quorumOK = quorum
 	}
 	st.Leader = leader
+	if leader != 0 && g.leaderSilent(uint64(leader)) {
+		// Known but quiet for half an election timeout: do not send
+		// callers to it (see leaderSilent).
+		st.Leader = 0
+	}
 	st.LeaderNode = 0
-	if leader != 0 {
-		st.LeaderNode = g.nodes[leader]
+	if st.Leader != 0 {
+		st.LeaderNode = g.nodes[st.Leader]
 	}
 	st.Term = g.term
 	st.Commit = g.commit

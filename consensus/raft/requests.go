@@ -88,7 +88,10 @@ func (g *group) rejectOrWait(reqs []*request, dropped error) {
 	st := g.rn.BasicStatus()
 	var err error
 	switch {
-	case st.Lead == etcdraft.None:
+	case st.Lead == etcdraft.None || g.leaderSilent(st.Lead):
+		// No leader, or one that has gone quiet (paused, cut off): hold
+		// the requests until the group knows its leader again rather than
+		// send the caller to a node that may never answer.
 		g.waiting = append(g.waiting, reqs...)
 		return
 	case st.Lead != uint64(g.replicaID):
@@ -235,6 +238,18 @@ func (g *group) failForQuorum() {
 	}
 	clear(g.waiting)
 	g.waiting = g.waiting[:0]
+}
+
+// leaderSilent reports whether lead, another replica, has sent this one
+// nothing for half an election timeout: a leader heartbeats every tick, so
+// it is paused, cut off or deposed, and an election will follow if it
+// stays quiet.
+func (g *group) leaderSilent(lead uint64) bool {
+	if lead == uint64(g.replicaID) {
+		return false
+	}
+	t, ok := g.lastHeard[lead]
+	return ok && g.ticks-t > uint64(g.e.cfg.ElectionTicks)/2
 }
 
 // quorumLost reports whether this replica has evidence that its group

@@ -59,6 +59,11 @@
 //     comes back from the dead rejoins.
 //   - disconnect: `docker network disconnect` (the host vanishes from the
 //     network), reconnect later: same checks.
+//
+//     In both, no operation of the writer may take longer than 2s: the
+//     nodes notice the victim's silence (it leads partitions) within half
+//     a second and route around it, and the writer's driver leaves a
+//     silent coordinator by speculative execution after 500ms.
 //   - kill-controller: `docker kill` (SIGKILL) of the elected controller
 //     (etcd election <prefix>controller): another node takes over within
 //     seconds and performs the repair the dead controller's replicas need.
