@@ -58,9 +58,8 @@
 //     longer than dead_after, then unpause: same checks, and the node that
 //     comes back from the dead rejoins.
 //   - disconnect: `docker network disconnect` (the host vanishes from the
-//     network), reconnect later: same checks.
-//
-//     In both, no operation of the writer may take longer than 2s: the
+//     network), reconnect later: same checks. In this and the pause
+//     scenario no operation of the writer may take longer than 2s: the
 //     nodes notice the victim's silence (it leads partitions) within half
 //     a second and route around it, and the writer's driver leaves a
 //     silent coordinator by speculative execution after 500ms.
