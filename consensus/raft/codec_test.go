@@ -13,6 +13,7 @@ import (
 	"github.com/cosmosd/cosmosd/consensus"
 	transportpb "github.com/cosmosd/cosmosd/proto/transport"
 	"github.com/cosmosd/cosmosd/storage"
+	"github.com/cosmosd/cosmosd/test/fuzzcheck"
 )
 
 func entry(index, term uint64) *pb.Entry {
@@ -209,7 +210,11 @@ func FuzzDecodeMessage(f *testing.F) {
 		f.Add(b, uint64(1), uint64(2))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, from, to uint64) {
-		m, err := decodeMessage(&transportpb.RaftMessage{Group: 1, FromReplica: from, ToReplica: to, Message: b})
+		var m *pb.Message
+		var err error
+		fuzzcheck.Allocs(t, fuzzcheck.Bound(len(b), 128), "decodeMessage", func() {
+			m, err = decodeMessage(&transportpb.RaftMessage{Group: 1, FromReplica: from, ToReplica: to, Message: b})
+		})
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
@@ -235,6 +240,9 @@ func FuzzDecodeEntryData(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		id, cmd, err := decodeEntryData(b)
 		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error does not wrap ErrCorrupt: %v", err)
+			}
 			return
 		}
 		id2, cmd2, err := decodeEntryData(encodeEntryData(id, cmd))
@@ -252,6 +260,9 @@ func FuzzDecodeApplyState(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, err := decodeApplyState(b)
 		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error does not wrap ErrCorrupt: %v", err)
+			}
 			return
 		}
 		if st.truncatedIndex > st.appliedIndex || st.replicaID == 0 || st.confState == nil {
@@ -292,6 +303,9 @@ func FuzzDecodeConfChangeContext(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, ms, err := decodeConfChangeContext(b)
 		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error does not wrap ErrCorrupt: %v", err)
+			}
 			return
 		}
 		for _, m := range ms {

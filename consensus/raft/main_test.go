@@ -76,3 +76,19 @@ func TestConformanceLeaseReads(t *testing.T) {
 	h, _ := memHarness(4, func(cfg *Config) { cfg.LeaseReads = true })
 	consensustest.RunEngineConformance(t, h)
 }
+
+// TestConformanceCrashable runs the suite on crashable in-memory
+// filesystems: its restarts are crashes that drop what was not synced, so
+// a missing or misplaced fsync fails it.
+func TestConformanceCrashable(t *testing.T) {
+	h, netOf := memHarness(4, nil)
+	h.Crashable = true
+	h.Silence = func(t *testing.T, node consensus.NodeID, silent bool) {
+		if silent {
+			netOf(t).Isolate(node)
+		} else {
+			netOf(t).Rejoin(node)
+		}
+	}
+	consensustest.RunEngineConformance(t, h)
+}
