@@ -239,7 +239,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if re, ok := n.cons.(*raft.Engine); ok {
 		// A node that leads partitions followed here heartbeats every
 		// tick; its silence routes requests around it at once.
-		rcfg.Liveness = func(node consensus.NodeID) (time.Duration, bool) { return re.LeaderSilence(node, 10*time.Second) }
+		rcfg.Liveness = re.LeaderSilence
 	}
 	n.router = router.New(rcfg)
 

@@ -40,6 +40,10 @@ type Engine struct {
 	// node that leads groups followed here sends some every tick, so its
 	// silence is a fast failure detector (see LeaderSilence).
 	leaderBeat sync.Map
+	// followed counts, per node, the local replicas that follow a leader
+	// on that node: only those nodes owe this one heartbeats.
+	followedMu sync.Mutex
+	followed   map[consensus.NodeID]int
 
 	mu struct {
 		sync.RWMutex
@@ -599,6 +603,29 @@ func (g *group) deliver(m inMsg) {
 	}
 }
 
+// follow moves one local replica's leader from node from to node to (0:
+// none).
+func (e *Engine) follow(from, to consensus.NodeID) {
+	e.followedMu.Lock()
+	defer e.followedMu.Unlock()
+	if e.followed == nil {
+		e.followed = map[consensus.NodeID]int{}
+	}
+	if from != 0 {
+		if e.followed[from]--; e.followed[from] <= 0 {
+			delete(e.followed, from)
+		}
+	}
+	if to != 0 {
+		if e.followed[to] == 0 {
+			// Start the silence clock now: a node that just became a
+			// leader here has not sent anything yet.
+			e.noteLeaderBeat(to)
+		}
+		e.followed[to]++
+	}
+}
+
 func (e *Engine) noteLeaderBeat(node consensus.NodeID) {
 	now := time.Now().UnixNano()
 	if v, ok := e.leaderBeat.Load(node); ok {
@@ -613,19 +640,18 @@ func (e *Engine) noteLeaderBeat(node consensus.NodeID) {
 // LeaderSilence reports for how long node, which leads groups this node
 // follows, has sent no leader traffic. A leader sends heartbeats every
 // tick, so silence of a few ticks means the node is paused, cut off or
-// wedged, long before an election timeout deposes it. ok is false when the
-// node sent no leader traffic within the last recentLeader (it leads
-// nothing here, or has been gone for long): its silence then says nothing.
-func (e *Engine) LeaderSilence(node consensus.NodeID, recentLeader time.Duration) (silence time.Duration, ok bool) {
+// wedged, long before an election timeout deposes it. ok is false when no
+// local replica follows a leader on node: it owes this node nothing, so
+// its silence says nothing.
+func (e *Engine) LeaderSilence(node consensus.NodeID) (silence time.Duration, ok bool) {
+	e.followedMu.Lock()
+	following := e.followed[node] > 0
+	e.followedMu.Unlock()
 	v, found := e.leaderBeat.Load(node)
-	if !found {
+	if !following || !found {
 		return 0, false
 	}
-	d := time.Since(time.Unix(0, v.(*atomic.Int64).Load()))
-	if d > recentLeader {
-		return d, false
-	}
-	return d, true
+	return time.Since(time.Unix(0, v.(*atomic.Int64).Load())), true
 }
 
 // ReportUnreachable implements Handler.

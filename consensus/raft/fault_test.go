@@ -511,3 +511,36 @@ func TestFollowerDoesNotPointToSilentLeader(t *testing.T) {
 		t.Fatalf("proposal on a follower: %v", err)
 	}
 }
+
+// TestLeaderSilence: a node whose replicas follow a leader on another node
+// times that node's leader traffic; when the leader is cut off, its
+// silence grows from heartbeats' few milliseconds. A node no local replica
+// follows is not judged at all (known=false), however long it has been
+// quiet: it owes this node nothing.
+func TestLeaderSilence(t *testing.T) {
+	c, net := newTestCluster(t, 4, nil)
+	c.StartGroup(1, c.Members())
+	c.MustPropose(1, consensustest.Put("k", "0"))
+	leader := c.Leader(1)
+	follower := without([]int{1, 2, 3, 4}, leader)[0]
+	other := without([]int{1, 2, 3, 4}, leader, follower)[0]
+	e := rawEngine(c, follower)
+	eventually(t, waitTimeout, func() error {
+		if d, ok := e.LeaderSilence(consensus.NodeID(leader)); !ok || d > 200*time.Millisecond {
+			return fmt.Errorf("silence of the leader's node: %v %v", d, ok)
+		}
+		return nil
+	})
+	if _, ok := e.LeaderSilence(consensus.NodeID(other)); ok {
+		t.Fatalf("node %d leads nothing here but is judged", other)
+	}
+	net.Isolate(consensus.NodeID(leader))
+	eventually(t, waitTimeout, func() error {
+		// Observed before the follower gives up on it (an election
+		// timeout, 100 to 200ms here).
+		if d, ok := e.LeaderSilence(consensus.NodeID(leader)); ok && d > 50*time.Millisecond {
+			return nil
+		}
+		return errors.New("the cut-off leader's silence does not grow")
+	})
+}

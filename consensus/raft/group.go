@@ -181,6 +181,9 @@ type group struct {
 		term    uint64
 		members []consensus.Replica
 		leading bool
+		// followed is the node of the leader this replica follows (0 when
+		// it leads or knows no leader), as counted in Engine.followed.
+		followed consensus.NodeID
 	}
 	stopOnce sync.Once
 }

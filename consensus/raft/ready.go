@@ -515,6 +515,14 @@ func (g *group) publishStatus(ticked bool) {
 		quorum = g.quorumActive()
 	}
 	g.pub.leader, g.pub.term, g.pub.members, g.pub.leading = leader, g.term, g.members, isLeader
+	var followed consensus.NodeID
+	if leader != 0 && leader != g.replicaID {
+		followed = g.nodes[leader]
+	}
+	if followed != g.pub.followed {
+		g.e.follow(g.pub.followed, followed)
+		g.pub.followed = followed
+	}
 
 	g.mu.Lock()
 	st := &g.mu.status
@@ -618,6 +626,10 @@ func (g *group) finishStop(in inbox) {
 	if g.inSnap != nil {
 		g.inSnap.finish(false, err)
 		g.inSnap = nil
+	}
+	if g.pub.followed != 0 {
+		g.e.follow(g.pub.followed, 0)
+		g.pub.followed = 0
 	}
 	g.stopOnce.Do(func() { close(g.stopped) })
 }
