@@ -612,7 +612,18 @@ func (c *Controller) schedule(ctx context.Context, wg *sync.WaitGroup, ops []*Op
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.execute(ctx, op)
+			// The round listed operations before it scheduled them, and a
+			// run of this one may have ended meanwhile: the listed copy can
+			// be stale (still active, without the split token or right
+			// half id a finished run chose). Run from what is stored now,
+			// or not at all: running a split twice splits twice.
+			fresh, err := c.store.get(ctx, op.ID)
+			switch {
+			case err != nil:
+				c.cfg.Logger.Warn("read operation before running it", "op", op.ID, "err", err)
+			case fresh != nil && fresh.Active():
+				c.execute(ctx, fresh)
+			}
 			c.mu.Lock()
 			delete(c.mu.running, op.ID)
 			if c.mu.busy[op.Partition] == op.ID {

@@ -127,6 +127,22 @@ func (s *opStore) key(id uint64) string { return fmt.Sprintf("%sops/%020d", s.pr
 // fence is a comparison that holds while the writer leads.
 type fence func() []clientv3.Cmp
 
+// get reads one operation as it is now, nil if it does not exist.
+func (s *opStore) get(ctx context.Context, id uint64) (*Operation, error) {
+	resp, err := s.cli.Get(ctx, s.key(id))
+	if err != nil {
+		return nil, fmt.Errorf("read operation %d: %w", id, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	op := &Operation{}
+	if err := json.Unmarshal(resp.Kvs[0].Value, op); err != nil {
+		return nil, fmt.Errorf("decode operation %d: %w", id, err)
+	}
+	return op, nil
+}
+
 func (s *opStore) save(ctx context.Context, f fence, op *Operation) error {
 	op.Updated = time.Now().UTC()
 	raw, err := json.Marshal(op)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -45,6 +46,10 @@ type Config struct {
 	// SilentAfter is the silence after which Liveness marks a node
 	// suspect. Default 500ms (five heartbeats).
 	SilentAfter time.Duration
+	// ProbeInterval is how often the router pings each node it has a
+	// connection to; a node that answers none for three intervals is
+	// suspect. Default 250ms; negative disables the probe.
+	ProbeInterval time.Duration
 	Logger      *slog.Logger
 }
 
@@ -57,6 +62,10 @@ type Router struct {
 	// to the time until which they are tried last (time.Time).
 	suspects sync.Map
 
+	ctx    context.Context // canceled by Close: stops the prober
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
 	connMu sync.Mutex
 	conns  map[consensus.NodeID]*nodeConn
 }
@@ -65,7 +74,14 @@ type nodeConn struct {
 	addr string
 	conn *grpc.ClientConn
 	kv   kvpb.InternalClient
+	// pong is when the node last answered a ping (UnixNano), or when the
+	// connection was made; probing is set while a ping is out.
+	pong    atomic.Int64
+	probing atomic.Bool
 }
+
+// quiet reports for how long the node has not answered a ping.
+func (c *nodeConn) quiet() time.Duration { return time.Since(time.Unix(0, c.pong.Load())) }
 
 // ConnectWait bounds how long a request waits for a connection to a node
 // that is not ready (connecting after the node vanished). gRPC would hold
@@ -120,26 +136,70 @@ func New(cfg Config) *Router {
 	if cfg.SilentAfter <= 0 {
 		cfg.SilentAfter = 500 * time.Millisecond
 	}
+	if cfg.ProbeInterval == 0 {
+		cfg.ProbeInterval = 250 * time.Millisecond
+	}
 	// Keepalives find a dead or cut-off peer within seconds instead of
 	// leaving requests on a silent connection until TCP gives up.
 	cfg.DialOptions = append(cfg.DialOptions, grpc.WithKeepaliveParams(KeepaliveParams), grpc.WithConnectParams(ConnectParams),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)))
-	return &Router{cfg: cfg, conns: map[consensus.NodeID]*nodeConn{}}
+	r := &Router{cfg: cfg, conns: map[consensus.NodeID]*nodeConn{}}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	if cfg.ProbeInterval > 0 {
+		r.wg.Go(r.probe)
+	}
+	return r
+}
+
+// probe pings, every ProbeInterval, each node this router has a
+// connection to. A node that froze (paused, wedged) or vanished from the
+// network keeps its TCP connections open and silent, so requests sent to
+// it would wait for their deadline: one that has not answered a ping for
+// three intervals is suspect (tried last, its leader hints ignored, and
+// requests waiting on it given up; see watchSilence).
+func (r *Router) probe() {
+	t := time.NewTicker(r.cfg.ProbeInterval)
+	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.connMu.Lock()
+		conns := make([]*nodeConn, 0, len(r.conns))
+		for _, c := range r.conns {
+			conns = append(conns, c)
+		}
+		r.connMu.Unlock()
+		for _, c := range conns {
+			if !c.probing.CompareAndSwap(false, true) {
+				continue // the last ping is still out
+			}
+			wg.Go(func() {
+				defer c.probing.Store(false)
+				ctx, cancel := context.WithTimeout(r.ctx, 4*r.cfg.ProbeInterval)
+				defer cancel()
+				if _, err := c.kv.Ping(ctx, &kvpb.PingRequest{}); err == nil {
+					c.pong.Store(time.Now().UnixNano())
+				} else if status.Code(err) == codes.Unimplemented {
+					c.pong.Store(time.Now().UnixNano()) // a node of an older version: alive
+				}
+			})
+		}
+	}
 }
 
 // KeepaliveParams are the client keepalives of internal connections; the
-// internal server accepts them with KeepaliveEnforcement. A connection
-// that receives nothing for a second is pinged and closed if the ping is
-// not answered within another: a request waiting on a peer that was
-// paused or cut off (its TCP connection stays open and silent) fails
-// within about two seconds instead of when TCP gives up. Pings cost a few
-// bytes a second per connection. (A peer of an older version that
-// enforces a longer minimum answers too-frequent pings with GOAWAY; gRPC
-// clients then double their interval, so a rolling upgrade only resets
-// connections for a while.)
+// internal server accepts them with KeepaliveEnforcement. They close a
+// connection whose peer vanished within about 13 s (gRPC does not ping
+// more often than every 10 s); routing around a node that froze or was cut
+// off is the prober's job, within a fraction of a second (see probe).
 var (
-	KeepaliveParams      = keepalive.ClientParameters{Time: time.Second, Timeout: time.Second, PermitWithoutStream: true}
-	KeepaliveEnforcement = keepalive.EnforcementPolicy{MinTime: 500 * time.Millisecond, PermitWithoutStream: true}
+	KeepaliveParams      = keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 3 * time.Second, PermitWithoutStream: true}
+	KeepaliveEnforcement = keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}
 )
 
 // ConnectParams reconnect to a node quickly once it is back. gRPC's
@@ -207,7 +267,18 @@ func (r *Router) suspect(node consensus.NodeID) bool {
 }
 
 func (r *Router) silent(node consensus.NodeID) bool {
-	if r.cfg.Liveness == nil || node == r.cfg.NodeID {
+	if node == r.cfg.NodeID {
+		return false
+	}
+	if r.cfg.ProbeInterval > 0 {
+		r.connMu.Lock()
+		c := r.conns[node]
+		r.connMu.Unlock()
+		if c != nil && c.quiet() > 3*r.cfg.ProbeInterval {
+			return true
+		}
+	}
+	if r.cfg.Liveness == nil {
 		return false
 	}
 	d, known := r.cfg.Liveness(node)
@@ -223,7 +294,7 @@ func (r *Router) markSuspect(node consensus.NodeID) {
 // watchSilence cancels ctx with errSilent if node goes silent while an
 // attempt waits on it; stop ends the watch.
 func (r *Router) watchSilence(ctx context.Context, node consensus.NodeID) (context.Context, func()) {
-	if r.cfg.Liveness == nil || node == r.cfg.NodeID {
+	if (r.cfg.Liveness == nil && r.cfg.ProbeInterval <= 0) || node == r.cfg.NodeID {
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -659,18 +730,26 @@ func (r *Router) conn(node consensus.NodeID) (*nodeConn, error) {
 		return nil, fmt.Errorf("dial node %d at %s: %w", node, info.PeerAddr, err)
 	}
 	c := &nodeConn{addr: info.PeerAddr, conn: cc, kv: kvpb.NewInternalClient(cc)}
+	c.pong.Store(time.Now().UnixNano()) // a new connection gets the benefit of the doubt
 	r.conns[node] = c
 	return c, nil
 }
 
 // Close closes connections. Safe to call twice.
 func (r *Router) Close() {
+	r.cancel()
+	r.wg.Wait()
 	r.connMu.Lock()
 	defer r.connMu.Unlock()
 	for id, c := range r.conns {
 		_ = c.conn.Close()
 		delete(r.conns, id)
 	}
+}
+
+// Ping implements kvpb.InternalServer.
+func (s *Server) Ping(context.Context, *kvpb.PingRequest) (*kvpb.PingResponse, error) {
+	return &kvpb.PingResponse{}, nil
 }
 
 // Server serves the internal service for requests forwarded to this node.

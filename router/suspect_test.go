@@ -3,9 +3,12 @@ package router
 import (
 	"context"
 	"errors"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/cosmosd/cosmosd/consensus"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -66,5 +69,57 @@ func TestSuspectsTriedLast(t *testing.T) {
 	r.suspects.Delete(consensus.NodeID(2))
 	if c := r.candidates(desc, true); c[0] != 2 {
 		t.Fatalf("candidates %v: the hinted leader, no longer suspect, is not first", c)
+	}
+}
+
+// pingServer answers pings until frozen, then holds them, as a node whose
+// process froze holds every request.
+type pingServer struct {
+	kvpb.UnimplementedInternalServer
+	frozen atomic.Bool
+}
+
+func (p *pingServer) Ping(ctx context.Context, _ *kvpb.PingRequest) (*kvpb.PingResponse, error) {
+	if p.frozen.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &kvpb.PingResponse{}, nil
+}
+
+// The router's prober notices within a few intervals that a node it talks
+// to stopped answering (frozen, cut off), even when no partition followed
+// here is led by it, and a request waiting on that node is given up.
+func TestProbeFindsFrozenNode(t *testing.T) {
+	ps := &pingServer{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	kvpb.RegisterInternalServer(srv, ps)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+	r := New(Config{NodeID: 1, ProbeInterval: 20 * time.Millisecond})
+	defer r.Close()
+	c := dialTest(t, ln.Addr().String())
+	c.pong.Store(time.Now().UnixNano())
+	r.connMu.Lock()
+	r.conns[7] = c
+	r.connMu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	if r.silent(7) {
+		t.Fatalf("a node that answers pings is silent (quiet %s)", c.quiet())
+	}
+	ctx, stop := r.watchSilence(context.Background(), 7)
+	defer stop()
+	ps.frozen.Store(true)
+	select {
+	case <-ctx.Done():
+		if !errors.Is(context.Cause(ctx), errSilent) {
+			t.Fatalf("cause %v, want errSilent", context.Cause(ctx))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("a request waiting on a frozen node was not given up (quiet %s)", c.quiet())
 	}
 }

@@ -444,7 +444,7 @@ func (x ReplicaChange_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReplicaChange_Type.Descriptor instead.
 func (ReplicaChange_Type) EnumDescriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{22, 0}
+	return file_kv_kv_proto_rawDescGZIP(), []int{24, 0}
 }
 
 // ReplicaDescriptor is one replica of a physical partition.
@@ -2038,6 +2038,78 @@ func (x *Error) GetRetryAfterMs() int64 {
 	return 0
 }
 
+type PingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PingRequest) Reset() {
+	*x = PingRequest{}
+	mi := &file_kv_kv_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PingRequest) ProtoMessage() {}
+
+func (x *PingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
+func (*PingRequest) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{19}
+}
+
+type PingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PingResponse) Reset() {
+	*x = PingResponse{}
+	mi := &file_kv_kv_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PingResponse) ProtoMessage() {}
+
+func (x *PingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PingResponse.ProtoReflect.Descriptor instead.
+func (*PingResponse) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{20}
+}
+
 type PartitionDetailRequest struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	PartitionId uint64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId,proto3" json:"partition_id,omitempty"`
@@ -2049,7 +2121,7 @@ type PartitionDetailRequest struct {
 
 func (x *PartitionDetailRequest) Reset() {
 	*x = PartitionDetailRequest{}
-	mi := &file_kv_kv_proto_msgTypes[19]
+	mi := &file_kv_kv_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2133,7 @@ func (x *PartitionDetailRequest) String() string {
 func (*PartitionDetailRequest) ProtoMessage() {}
 
 func (x *PartitionDetailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[19]
+	mi := &file_kv_kv_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2146,7 @@ func (x *PartitionDetailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDetailRequest.ProtoReflect.Descriptor instead.
 func (*PartitionDetailRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{19}
+	return file_kv_kv_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PartitionDetailRequest) GetPartitionId() uint64 {
@@ -2104,7 +2176,7 @@ type LogicalPartition struct {
 
 func (x *LogicalPartition) Reset() {
 	*x = LogicalPartition{}
-	mi := &file_kv_kv_proto_msgTypes[20]
+	mi := &file_kv_kv_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2116,7 +2188,7 @@ func (x *LogicalPartition) String() string {
 func (*LogicalPartition) ProtoMessage() {}
 
 func (x *LogicalPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[20]
+	mi := &file_kv_kv_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2201,7 @@ func (x *LogicalPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogicalPartition.ProtoReflect.Descriptor instead.
 func (*LogicalPartition) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{20}
+	return file_kv_kv_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LogicalPartition) GetToken() int64 {
@@ -2186,7 +2258,7 @@ type PartitionDetailResponse struct {
 
 func (x *PartitionDetailResponse) Reset() {
 	*x = PartitionDetailResponse{}
-	mi := &file_kv_kv_proto_msgTypes[21]
+	mi := &file_kv_kv_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2270,7 @@ func (x *PartitionDetailResponse) String() string {
 func (*PartitionDetailResponse) ProtoMessage() {}
 
 func (x *PartitionDetailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[21]
+	mi := &file_kv_kv_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2283,7 @@ func (x *PartitionDetailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDetailResponse.ProtoReflect.Descriptor instead.
 func (*PartitionDetailResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{21}
+	return file_kv_kv_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PartitionDetailResponse) GetStatus() *ReplicaStatus {
@@ -2280,7 +2352,7 @@ type ReplicaChange struct {
 
 func (x *ReplicaChange) Reset() {
 	*x = ReplicaChange{}
-	mi := &file_kv_kv_proto_msgTypes[22]
+	mi := &file_kv_kv_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2364,7 @@ func (x *ReplicaChange) String() string {
 func (*ReplicaChange) ProtoMessage() {}
 
 func (x *ReplicaChange) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[22]
+	mi := &file_kv_kv_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2377,7 @@ func (x *ReplicaChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaChange.ProtoReflect.Descriptor instead.
 func (*ReplicaChange) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{22}
+	return file_kv_kv_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReplicaChange) GetType() ReplicaChange_Type {
@@ -2332,7 +2404,7 @@ type ChangeReplicasRequest struct {
 
 func (x *ChangeReplicasRequest) Reset() {
 	*x = ChangeReplicasRequest{}
-	mi := &file_kv_kv_proto_msgTypes[23]
+	mi := &file_kv_kv_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2416,7 @@ func (x *ChangeReplicasRequest) String() string {
 func (*ChangeReplicasRequest) ProtoMessage() {}
 
 func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[23]
+	mi := &file_kv_kv_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2429,7 @@ func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{23}
+	return file_kv_kv_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ChangeReplicasRequest) GetPartitionId() uint64 {
@@ -2385,7 +2457,7 @@ type ChangeReplicasResponse struct {
 
 func (x *ChangeReplicasResponse) Reset() {
 	*x = ChangeReplicasResponse{}
-	mi := &file_kv_kv_proto_msgTypes[24]
+	mi := &file_kv_kv_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2469,7 @@ func (x *ChangeReplicasResponse) String() string {
 func (*ChangeReplicasResponse) ProtoMessage() {}
 
 func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[24]
+	mi := &file_kv_kv_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2482,7 @@ func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{24}
+	return file_kv_kv_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ChangeReplicasResponse) GetDesc() *Descriptor {
@@ -2437,7 +2509,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_kv_kv_proto_msgTypes[25]
+	mi := &file_kv_kv_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2521,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[25]
+	mi := &file_kv_kv_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2534,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{25}
+	return file_kv_kv_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TransferLeaderRequest) GetPartitionId() uint64 {
@@ -2488,7 +2560,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_kv_kv_proto_msgTypes[26]
+	mi := &file_kv_kv_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2572,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[26]
+	mi := &file_kv_kv_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2585,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{26}
+	return file_kv_kv_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TransferLeaderResponse) GetError() *Error {
@@ -2539,7 +2611,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_kv_kv_proto_msgTypes[27]
+	mi := &file_kv_kv_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2551,7 +2623,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[27]
+	mi := &file_kv_kv_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2564,7 +2636,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{27}
+	return file_kv_kv_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SplitRequest) GetPartitionId() uint64 {
@@ -2606,7 +2678,7 @@ type SplitResponse struct {
 
 func (x *SplitResponse) Reset() {
 	*x = SplitResponse{}
-	mi := &file_kv_kv_proto_msgTypes[28]
+	mi := &file_kv_kv_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2618,7 +2690,7 @@ func (x *SplitResponse) String() string {
 func (*SplitResponse) ProtoMessage() {}
 
 func (x *SplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[28]
+	mi := &file_kv_kv_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2631,7 +2703,7 @@ func (x *SplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitResponse.ProtoReflect.Descriptor instead.
 func (*SplitResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{28}
+	return file_kv_kv_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SplitResponse) GetLeft() *Descriptor {
@@ -2668,7 +2740,7 @@ type ReplicaStatusRequest struct {
 
 func (x *ReplicaStatusRequest) Reset() {
 	*x = ReplicaStatusRequest{}
-	mi := &file_kv_kv_proto_msgTypes[29]
+	mi := &file_kv_kv_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2752,7 @@ func (x *ReplicaStatusRequest) String() string {
 func (*ReplicaStatusRequest) ProtoMessage() {}
 
 func (x *ReplicaStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[29]
+	mi := &file_kv_kv_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2765,7 @@ func (x *ReplicaStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{29}
+	return file_kv_kv_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReplicaStatusRequest) GetPartitionIds() []uint64 {
@@ -2739,7 +2811,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_kv_kv_proto_msgTypes[30]
+	mi := &file_kv_kv_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +2823,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[30]
+	mi := &file_kv_kv_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +2836,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{30}
+	return file_kv_kv_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReplicaStatus) GetDesc() *Descriptor {
@@ -2882,7 +2954,7 @@ type ReplicaStatusResponse struct {
 
 func (x *ReplicaStatusResponse) Reset() {
 	*x = ReplicaStatusResponse{}
-	mi := &file_kv_kv_proto_msgTypes[31]
+	mi := &file_kv_kv_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2894,7 +2966,7 @@ func (x *ReplicaStatusResponse) String() string {
 func (*ReplicaStatusResponse) ProtoMessage() {}
 
 func (x *ReplicaStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[31]
+	mi := &file_kv_kv_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2907,7 +2979,7 @@ func (x *ReplicaStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{31}
+	return file_kv_kv_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReplicaStatusResponse) GetNodeId() uint64 {
@@ -3131,7 +3203,9 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\n" +
 	"OVERLOADED\x10\x06\x12\x17\n" +
 	"\x13PARTITION_TOO_LARGE\x10\a\x12\r\n" +
-	"\tNOT_FOUND\x10\b\"M\n" +
+	"\tNOT_FOUND\x10\b\"\r\n" +
+	"\vPingRequest\"\x0e\n" +
+	"\fPingResponse\"M\n" +
 	"\x16PartitionDetailRequest\x12!\n" +
 	"\fpartition_id\x18\x01 \x01(\x04R\vpartitionId\x12\x10\n" +
 	"\x03top\x18\x02 \x01(\rR\x03top\"\x80\x01\n" +
@@ -3208,7 +3282,7 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x06failed\x18\x0f \x01(\tR\x06failed\"g\n" +
 	"\x15ReplicaStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x125\n" +
-	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xa5\x04\n" +
+	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xe0\x04\n" +
 	"\bInternal\x12<\n" +
 	"\x05Write\x12\x18.cosmosd.kv.WriteRequest\x1a\x19.cosmosd.kv.WriteResponse\x129\n" +
 	"\x04Read\x12\x17.cosmosd.kv.ReadRequest\x1a\x18.cosmosd.kv.ReadResponse\x12T\n" +
@@ -3216,7 +3290,8 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x0eChangeReplicas\x12!.cosmosd.kv.ChangeReplicasRequest\x1a\".cosmosd.kv.ChangeReplicasResponse\x12W\n" +
 	"\x0eTransferLeader\x12!.cosmosd.kv.TransferLeaderRequest\x1a\".cosmosd.kv.TransferLeaderResponse\x12<\n" +
 	"\x05Split\x12\x18.cosmosd.kv.SplitRequest\x1a\x19.cosmosd.kv.SplitResponse\x12Z\n" +
-	"\x0fPartitionDetail\x12\".cosmosd.kv.PartitionDetailRequest\x1a#.cosmosd.kv.PartitionDetailResponseB*Z(github.com/cosmosd/cosmosd/proto/kv;kvpbb\x06proto3"
+	"\x0fPartitionDetail\x12\".cosmosd.kv.PartitionDetailRequest\x1a#.cosmosd.kv.PartitionDetailResponse\x129\n" +
+	"\x04Ping\x12\x17.cosmosd.kv.PingRequest\x1a\x18.cosmosd.kv.PingResponseB*Z(github.com/cosmosd/cosmosd/proto/kv;kvpbb\x06proto3"
 
 var (
 	file_kv_kv_proto_rawDescOnce sync.Once
@@ -3231,7 +3306,7 @@ func file_kv_kv_proto_rawDescGZIP() []byte {
 }
 
 var file_kv_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_kv_kv_proto_goTypes = []any{
 	(ColumnOp_Kind)(0),              // 0: cosmosd.kv.ColumnOp.Kind
 	(Mutation_Kind)(0),              // 1: cosmosd.kv.Mutation.Kind
@@ -3259,19 +3334,21 @@ var file_kv_kv_proto_goTypes = []any{
 	(*Row)(nil),                     // 23: cosmosd.kv.Row
 	(*ReadResponse)(nil),            // 24: cosmosd.kv.ReadResponse
 	(*Error)(nil),                   // 25: cosmosd.kv.Error
-	(*PartitionDetailRequest)(nil),  // 26: cosmosd.kv.PartitionDetailRequest
-	(*LogicalPartition)(nil),        // 27: cosmosd.kv.LogicalPartition
-	(*PartitionDetailResponse)(nil), // 28: cosmosd.kv.PartitionDetailResponse
-	(*ReplicaChange)(nil),           // 29: cosmosd.kv.ReplicaChange
-	(*ChangeReplicasRequest)(nil),   // 30: cosmosd.kv.ChangeReplicasRequest
-	(*ChangeReplicasResponse)(nil),  // 31: cosmosd.kv.ChangeReplicasResponse
-	(*TransferLeaderRequest)(nil),   // 32: cosmosd.kv.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil),  // 33: cosmosd.kv.TransferLeaderResponse
-	(*SplitRequest)(nil),            // 34: cosmosd.kv.SplitRequest
-	(*SplitResponse)(nil),           // 35: cosmosd.kv.SplitResponse
-	(*ReplicaStatusRequest)(nil),    // 36: cosmosd.kv.ReplicaStatusRequest
-	(*ReplicaStatus)(nil),           // 37: cosmosd.kv.ReplicaStatus
-	(*ReplicaStatusResponse)(nil),   // 38: cosmosd.kv.ReplicaStatusResponse
+	(*PingRequest)(nil),             // 26: cosmosd.kv.PingRequest
+	(*PingResponse)(nil),            // 27: cosmosd.kv.PingResponse
+	(*PartitionDetailRequest)(nil),  // 28: cosmosd.kv.PartitionDetailRequest
+	(*LogicalPartition)(nil),        // 29: cosmosd.kv.LogicalPartition
+	(*PartitionDetailResponse)(nil), // 30: cosmosd.kv.PartitionDetailResponse
+	(*ReplicaChange)(nil),           // 31: cosmosd.kv.ReplicaChange
+	(*ChangeReplicasRequest)(nil),   // 32: cosmosd.kv.ChangeReplicasRequest
+	(*ChangeReplicasResponse)(nil),  // 33: cosmosd.kv.ChangeReplicasResponse
+	(*TransferLeaderRequest)(nil),   // 34: cosmosd.kv.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil),  // 35: cosmosd.kv.TransferLeaderResponse
+	(*SplitRequest)(nil),            // 36: cosmosd.kv.SplitRequest
+	(*SplitResponse)(nil),           // 37: cosmosd.kv.SplitResponse
+	(*ReplicaStatusRequest)(nil),    // 38: cosmosd.kv.ReplicaStatusRequest
+	(*ReplicaStatus)(nil),           // 39: cosmosd.kv.ReplicaStatus
+	(*ReplicaStatusResponse)(nil),   // 40: cosmosd.kv.ReplicaStatusResponse
 }
 var file_kv_kv_proto_depIdxs = []int32{
 	7,  // 0: cosmosd.kv.Descriptor.replicas:type_name -> cosmosd.kv.ReplicaDescriptor
@@ -3302,13 +3379,13 @@ var file_kv_kv_proto_depIdxs = []int32{
 	25, // 25: cosmosd.kv.ReadResponse.error:type_name -> cosmosd.kv.Error
 	5,  // 26: cosmosd.kv.Error.code:type_name -> cosmosd.kv.Error.Code
 	8,  // 27: cosmosd.kv.Error.current:type_name -> cosmosd.kv.Descriptor
-	37, // 28: cosmosd.kv.PartitionDetailResponse.status:type_name -> cosmosd.kv.ReplicaStatus
-	27, // 29: cosmosd.kv.PartitionDetailResponse.top_by_size:type_name -> cosmosd.kv.LogicalPartition
-	27, // 30: cosmosd.kv.PartitionDetailResponse.top_by_ru:type_name -> cosmosd.kv.LogicalPartition
+	39, // 28: cosmosd.kv.PartitionDetailResponse.status:type_name -> cosmosd.kv.ReplicaStatus
+	29, // 29: cosmosd.kv.PartitionDetailResponse.top_by_size:type_name -> cosmosd.kv.LogicalPartition
+	29, // 30: cosmosd.kv.PartitionDetailResponse.top_by_ru:type_name -> cosmosd.kv.LogicalPartition
 	25, // 31: cosmosd.kv.PartitionDetailResponse.error:type_name -> cosmosd.kv.Error
 	6,  // 32: cosmosd.kv.ReplicaChange.type:type_name -> cosmosd.kv.ReplicaChange.Type
 	7,  // 33: cosmosd.kv.ReplicaChange.replica:type_name -> cosmosd.kv.ReplicaDescriptor
-	29, // 34: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
+	31, // 34: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
 	8,  // 35: cosmosd.kv.ChangeReplicasResponse.desc:type_name -> cosmosd.kv.Descriptor
 	25, // 36: cosmosd.kv.ChangeReplicasResponse.error:type_name -> cosmosd.kv.Error
 	25, // 37: cosmosd.kv.TransferLeaderResponse.error:type_name -> cosmosd.kv.Error
@@ -3316,23 +3393,25 @@ var file_kv_kv_proto_depIdxs = []int32{
 	8,  // 39: cosmosd.kv.SplitResponse.right:type_name -> cosmosd.kv.Descriptor
 	25, // 40: cosmosd.kv.SplitResponse.error:type_name -> cosmosd.kv.Error
 	8,  // 41: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
-	37, // 42: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
+	39, // 42: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
 	17, // 43: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
 	22, // 44: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
-	36, // 45: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
-	30, // 46: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
-	32, // 47: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
-	34, // 48: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
-	26, // 49: cosmosd.kv.Internal.PartitionDetail:input_type -> cosmosd.kv.PartitionDetailRequest
-	18, // 50: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
-	24, // 51: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
-	38, // 52: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
-	31, // 53: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
-	33, // 54: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
-	35, // 55: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
-	28, // 56: cosmosd.kv.Internal.PartitionDetail:output_type -> cosmosd.kv.PartitionDetailResponse
-	50, // [50:57] is the sub-list for method output_type
-	43, // [43:50] is the sub-list for method input_type
+	38, // 45: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
+	32, // 46: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
+	34, // 47: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
+	36, // 48: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
+	28, // 49: cosmosd.kv.Internal.PartitionDetail:input_type -> cosmosd.kv.PartitionDetailRequest
+	26, // 50: cosmosd.kv.Internal.Ping:input_type -> cosmosd.kv.PingRequest
+	18, // 51: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
+	24, // 52: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
+	40, // 53: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
+	33, // 54: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
+	35, // 55: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
+	37, // 56: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
+	30, // 57: cosmosd.kv.Internal.PartitionDetail:output_type -> cosmosd.kv.PartitionDetailResponse
+	27, // 58: cosmosd.kv.Internal.Ping:output_type -> cosmosd.kv.PingResponse
+	51, // [51:59] is the sub-list for method output_type
+	43, // [43:51] is the sub-list for method input_type
 	43, // [43:43] is the sub-list for extension type_name
 	43, // [43:43] is the sub-list for extension extendee
 	0,  // [0:43] is the sub-list for field type_name
@@ -3354,7 +3433,7 @@ func file_kv_kv_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kv_kv_proto_rawDesc), len(file_kv_kv_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,7 @@ const (
 	Internal_TransferLeader_FullMethodName  = "/cosmosd.kv.Internal/TransferLeader"
 	Internal_Split_FullMethodName           = "/cosmosd.kv.Internal/Split"
 	Internal_PartitionDetail_FullMethodName = "/cosmosd.kv.Internal/PartitionDetail"
+	Internal_Ping_FullMethodName            = "/cosmosd.kv.Internal/Ping"
 )
 
 // InternalClient is the client API for Internal service.
@@ -56,6 +57,10 @@ type InternalClient interface {
 	// PartitionDetail inspects a local replica's data: its largest logical
 	// partitions and the token that halves its bytes.
 	PartitionDetail(ctx context.Context, in *PartitionDetailRequest, opts ...grpc.CallOption) (*PartitionDetailResponse, error)
+	// Ping answers at once: routers probe the nodes they talk to, so that a
+	// node that froze or vanished (its connections stay open and silent) is
+	// routed around within a fraction of a second.
+	Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error)
 }
 
 type internalClient struct {
@@ -136,6 +141,16 @@ func (c *internalClient) PartitionDetail(ctx context.Context, in *PartitionDetai
 	return out, nil
 }
 
+func (c *internalClient) Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PingResponse)
+	err := c.cc.Invoke(ctx, Internal_Ping_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InternalServer is the server API for Internal service.
 // All implementations must embed UnimplementedInternalServer
 // for forward compatibility.
@@ -157,6 +172,10 @@ type InternalServer interface {
 	// PartitionDetail inspects a local replica's data: its largest logical
 	// partitions and the token that halves its bytes.
 	PartitionDetail(context.Context, *PartitionDetailRequest) (*PartitionDetailResponse, error)
+	// Ping answers at once: routers probe the nodes they talk to, so that a
+	// node that froze or vanished (its connections stay open and silent) is
+	// routed around within a fraction of a second.
+	Ping(context.Context, *PingRequest) (*PingResponse, error)
 	mustEmbedUnimplementedInternalServer()
 }
 
@@ -187,6 +206,9 @@ func (UnimplementedInternalServer) Split(context.Context, *SplitRequest) (*Split
 }
 func (UnimplementedInternalServer) PartitionDetail(context.Context, *PartitionDetailRequest) (*PartitionDetailResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PartitionDetail not implemented")
+}
+func (UnimplementedInternalServer) Ping(context.Context, *PingRequest) (*PingResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
 }
 func (UnimplementedInternalServer) mustEmbedUnimplementedInternalServer() {}
 func (UnimplementedInternalServer) testEmbeddedByValue()                  {}
@@ -335,6 +357,24 @@ func _Internal_PartitionDetail_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Internal_Ping_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InternalServer).Ping(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Internal_Ping_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InternalServer).Ping(ctx, req.(*PingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Internal_ServiceDesc is the grpc.ServiceDesc for Internal service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -369,6 +409,10 @@ var Internal_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PartitionDetail",
 			Handler:    _Internal_PartitionDetail_Handler,
+		},
+		{
+			MethodName: "Ping",
+			Handler:    _Internal_Ping_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
