@@ -50,7 +50,7 @@ type Config struct {
 	// connection to; a node that answers none for three intervals is
 	// suspect. Default 250ms; negative disables the probe.
 	ProbeInterval time.Duration
-	Logger      *slog.Logger
+	Logger        *slog.Logger
 }
 
 // Router routes requests to partitions. Safe for concurrent use.
