@@ -267,22 +267,64 @@ func (r *Router) suspect(node consensus.NodeID) bool {
 }
 
 func (r *Router) silent(node consensus.NodeID) bool {
+	_, silent := r.hearing(node)
+	return silent
+}
+
+// hearing judges node from both detectors: silent when it has gone quiet
+// for their thresholds (three pings, or SilentAfter of leader traffic);
+// doubtful when it has gone quiet for half that, as a node that just froze
+// has.
+func (r *Router) hearing(node consensus.NodeID) (doubtful, silent bool) {
 	if node == r.cfg.NodeID {
-		return false
+		return false, false
 	}
 	if r.cfg.ProbeInterval > 0 {
 		r.connMu.Lock()
 		c := r.conns[node]
 		r.connMu.Unlock()
-		if c != nil && c.quiet() > 3*r.cfg.ProbeInterval {
-			return true
+		if c != nil {
+			q := c.quiet()
+			if q > 3*r.cfg.ProbeInterval {
+				return true, true
+			}
+			doubtful = q > 3*r.cfg.ProbeInterval/2
 		}
 	}
-	if r.cfg.Liveness == nil {
-		return false
+	if r.cfg.Liveness != nil {
+		if d, known := r.cfg.Liveness(node); known {
+			if d > r.cfg.SilentAfter {
+				return true, true
+			}
+			doubtful = doubtful || d > r.cfg.SilentAfter/2
+		}
 	}
-	d, known := r.cfg.Liveness(node)
-	return known && d > r.cfg.SilentAfter
+	return doubtful, false
+}
+
+// errStillSilent says a write was not sent to a node that went silent
+// while the router waited for a sign of life from it.
+var errStillSilent = errors.New("router: node went silent before the write was sent")
+
+// awaitLife returns once node is heard from again (true) or found silent
+// (false). A write sent to a node that has just frozen has an unknown
+// outcome once the router gives up on it; waiting a few hundred
+// milliseconds first keeps it unsent, so another replica may take it.
+func (r *Router) awaitLife(ctx context.Context, node consensus.NodeID) bool {
+	for {
+		doubtful, silent := r.hearing(node)
+		switch {
+		case silent:
+			return false
+		case !doubtful:
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (r *Router) markSuspect(node consensus.NodeID) {
@@ -616,6 +658,10 @@ func (r *Router) write(ctx context.Context, node consensus.NodeID, req *kvpb.Wri
 	}
 	if !c.ready(ctx, ConnectWait) {
 		return nil, false, errNotConnected(node, c)
+	}
+	if !r.awaitLife(ctx, node) {
+		r.markSuspect(node)
+		return nil, false, fmt.Errorf("node %d: %w", node, status.Error(codes.Unavailable, errStillSilent.Error()))
 	}
 	resp, err := c.kv.Write(ctx, req)
 	if err != nil {

@@ -123,3 +123,32 @@ func TestProbeFindsFrozenNode(t *testing.T) {
 		t.Fatalf("a request waiting on a frozen node was not given up (quiet %s)", c.quiet())
 	}
 }
+
+// A write is not sent to a node that has gone quiet for half the silence
+// threshold (it may have just frozen: once sent, the write's outcome would
+// be unknown); the router waits for a sign of life, and gives up (the
+// write unsent, free to go elsewhere) if the node turns out silent.
+func TestAwaitLifeBeforeSending(t *testing.T) {
+	var quiet atomic.Int64 // ns of silence reported for node 7
+	r := &Router{cfg: Config{NodeID: 1, SilentAfter: 200 * time.Millisecond,
+		Liveness: func(node consensus.NodeID) (time.Duration, bool) { return time.Duration(quiet.Load()), node == 7 }}}
+	if !r.awaitLife(context.Background(), 7) {
+		t.Fatal("a node heard from just now is not alive")
+	}
+	quiet.Store(int64(150 * time.Millisecond)) // doubtful
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		quiet.Store(0) // heard again
+	}()
+	if !r.awaitLife(context.Background(), 7) {
+		t.Fatal("a node heard from again was given up")
+	}
+	quiet.Store(int64(150 * time.Millisecond))
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		quiet.Store(int64(time.Second)) // silent
+	}()
+	if r.awaitLife(context.Background(), 7) {
+		t.Fatal("a node that went silent was taken for alive")
+	}
+}
