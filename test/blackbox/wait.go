@@ -46,7 +46,10 @@ func Tail(s string, n int) string {
 // ClusterConfig is the driver configuration of a careful client: the
 // given contact points, QUORUM, timeouts longer than the nodes' request
 // timeout (so the node's answer arrives first) and retries on the next
-// host for idempotent statements.
+// host. gocql 1.7 applies the retry policy to every statement, idempotent
+// or not: a session that sends statements that are not idempotent must
+// give them Query.RetryPolicy(nil) (the writer here only sends idempotent
+// ones).
 func ClusterConfig(logger gocql.StdLogger, ips ...string) *gocql.ClusterConfig {
 	cc := gocql.NewCluster(ips...)
 	cc.Port = 9042
