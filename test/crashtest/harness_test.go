@@ -2,7 +2,6 @@ package crashtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -389,5 +388,3 @@ func (c *cluster) split() error {
 	_, _, err := r.Split(ctx, &kvpb.SplitRequest{PartitionId: parent, SplitToken: 0, RightId: right})
 	return err
 }
-
-var errNoSplit = errors.New("no split")
