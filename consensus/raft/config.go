@@ -151,6 +151,9 @@ type TestingKnobs struct {
 	// a snapshot installation commits; an error aborts the installation
 	// there, as a crash would.
 	BeforeInstallCommit func(group consensus.GroupID) error
+	// AfterInstallCommit, when set, runs once the batch that completes a
+	// snapshot installation has committed (a crash point for tests).
+	AfterInstallCommit func(group consensus.GroupID)
 	// ApplyFilter, when set, runs before a group applies committed
 	// entries up to index; an error fails the apply as an I/O error would,
 	// which stops the replica (tests of failed replicas).

@@ -647,6 +647,9 @@ func (e *Engine) completeInstall(group uint64, m *transportpb.SnapshotInstall, s
 	if err := b.Commit(true); err != nil {
 		return nil, nil, err
 	}
+	if k := e.cfg.TestingKnobs; k != nil && k.AfterInstallCommit != nil {
+		k.AfterInstallCommit(consensus.GroupID(group))
+	}
 	return st, hs, nil
 }
 

@@ -51,6 +51,9 @@ type cluster struct {
 	rng   *randv2.Rand
 	seed  int64
 	knobs *partition.StoreKnobs
+	// afterInstall, when set, runs on a node's engine once the batch that
+	// completes a snapshot installation has committed.
+	afterInstall func(n *node, group uint64)
 
 	mu    sync.Mutex
 	nodes []*node
@@ -96,7 +99,11 @@ func (c *cluster) open(n *node) {
 	}
 	eng, err := raft.New(raft.Config{NodeID: n.id, Storage: st, TickInterval: 10 * time.Millisecond,
 		LogTruncateEntries: 50, LogRetainEntries: 5,
-		TestingKnobs: &raft.TestingKnobs{Transport: c.net.Transport(n.id)}})
+		TestingKnobs: &raft.TestingKnobs{Transport: c.net.Transport(n.id), AfterInstallCommit: func(g consensus.GroupID) {
+			if c.afterInstall != nil {
+				c.afterInstall(n, uint64(g))
+			}
+		}}})
 	if err != nil {
 		c.t.Fatalf("node %d: start engine: %v", n.id, err)
 	}
@@ -145,6 +152,13 @@ func (c *cluster) crashPoint(nodes ...*node) []*vfs.MemFS {
 		out[i] = n.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: c.rng.IntN(100), RNG: randv2.New(randv2.NewPCG(c.rng.Uint64(), 2))})
 	}
 	return out
+}
+
+// down crashes n and leaves it down until open.
+func (c *cluster) down(n *node) {
+	clone := c.crashPoint(n)[0]
+	c.stop(n)
+	n.fs = clone
 }
 
 // crash crashes nodes at one instant and restarts them from their disks.
