@@ -16,9 +16,14 @@ DATA_DIR ?= ./cosmosd-data
 TEST_TIMEOUT ?= 30m
 # E2E_TIMEOUT bounds the container failure tests (about 5 minutes on 2 cores).
 E2E_TIMEOUT ?= 20m
+# NEMESIS_DURATION is the fault phase of `make nemesis` (test/nemesis);
+# make test runs it with NEMESIS_SHORT (about 5 minutes in all on 2 cores).
+NEMESIS_DURATION ?= 10m
+NEMESIS_SHORT    ?= 3m
+NEMESIS_TIMEOUT  ?= 60m
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-unit fuzz-smoke lint proto run bench deps clean dist verify-unit e2e-ansible e2e e2e-clean
+.PHONY: all build test test-unit fuzz-smoke fuzz lint proto run bench deps clean dist verify-unit e2e-ansible e2e e2e-clean nemesis
 
 all: build
 
@@ -35,9 +40,10 @@ deps:
 # race detector.
 test: deps build
 	./scripts/verify-unit.sh
-	COSMOSD_E2E=0 COSMOSD_E2E_ANSIBLE=0 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	COSMOSD_E2E=0 COSMOSD_E2E_ANSIBLE=0 COSMOSD_NEMESIS=0 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	./scripts/fuzz-smoke.sh $(FUZZTIME)
 	$(MAKE) e2e
+	$(MAKE) nemesis NEMESIS_DURATION=$(NEMESIS_SHORT)
 	$(MAKE) e2e-ansible
 
 # e2e runs the multi-host failure tests (test/e2e): 3 etcd members and 5
@@ -47,6 +53,15 @@ test: deps build
 # Docker is missing.
 e2e:
 	$(GO) test -v -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/
+
+# nemesis runs the fault-injection suite (test/nemesis, docs/reliability.md):
+# the e2e cluster under kill -9, pause, partitions, clock skew, a full disk
+# and a wiped node while partitions split and move and clients run LWT
+# registers, list appends and counters whose history is checked for
+# linearizability. NEMESIS_DURATION of faults (default 10m, the long mode);
+# COSMOSD_NEMESIS_SEED replays a run. Skips with the reason without Docker.
+nemesis:
+	COSMOSD_NEMESIS_DURATION=$(NEMESIS_DURATION) $(GO) test -v -count=1 -timeout $(NEMESIS_TIMEOUT) ./test/nemesis/
 
 # e2e-clean removes containers and networks left by a killed e2e run.
 e2e-clean:
@@ -66,6 +81,14 @@ test-unit:
 
 fuzz-smoke:
 	./scripts/fuzz-smoke.sh $(FUZZTIME)
+
+# fuzz runs every fuzz target for 1,000,000 executions (FuzzLiveGroup, which
+# drives a live raft group, for 20,000), one at a time, stopping at the first
+# failure (docs/reliability.md, "Fuzzing"): hours on a 2-core machine
+# with FUZZ_PARALLEL=1. FUZZ=<regexp> runs matching targets only; see
+# scripts/fuzz.sh for FUZZ_EXECS, FUZZ_LIVE_EXECS, FUZZ_PARALLEL, FUZZ_FROM.
+fuzz:
+	./scripts/fuzz.sh '$(FUZZ)'
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cosmosd/cosmosd/test/fuzzcheck"
 )
 
 func mustHex(t testing.TB, s string) []byte {
@@ -322,7 +324,11 @@ func TestNoAllocs(t *testing.T) {
 // and whatever it accepts must re-encode to the same bytes.
 func FuzzSplitRoutingKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key []byte, n int) {
-		parts, err := SplitRoutingKey(key, n)
+		var parts [][]byte
+		var err error
+		// A claimed component count beyond what the key can hold must not
+		// be allocated for.
+		fuzzcheck.Allocs(t, fuzzcheck.Bound(len(key), 16), "SplitRoutingKey", func() { parts, err = SplitRoutingKey(key, n) })
 		if err != nil {
 			if !errors.Is(err, ErrMalformedKey) && !errors.Is(err, ErrKeyTooLong) {
 				t.Fatalf("unclassified error: %v", err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/cosmosd/cosmosd/test/fuzzcheck"
 )
 
 func row(cells ...Cell) Row {
@@ -144,8 +146,15 @@ func FuzzDecodeRow(f *testing.F) {
 	f.Add(AppendRow(nil, &Row{MarkerTS: NoTimestamp, DeletedAt: 5, DeletedLocal: 6}))
 	f.Add([]byte{1, 3, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeRow(b)
+		var r Row
+		var err error
+		// A cell costs 64 bytes in memory and at least 4 encoded: the
+		// preallocation for a claimed cell count is bounded by the input.
+		fuzzcheck.Allocs(t, fuzzcheck.Bound(len(b), 80), "DecodeRow", func() { r, err = DecodeRow(b) })
 		if err != nil {
+			if !errors.Is(err, ErrCorruptRow) {
+				t.Fatalf("error does not wrap ErrCorruptRow: %v", err)
+			}
 			return
 		}
 		// Whatever decodes re-encodes to something that decodes the same.

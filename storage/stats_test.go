@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"testing"
 )
@@ -86,6 +87,9 @@ func FuzzDecodeStats(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeStats(b)
 		if err != nil {
+			if !errors.Is(err, ErrCorruptRow) {
+				t.Fatalf("error does not wrap ErrCorruptRow: %v", err)
+			}
 			return
 		}
 		again, err := DecodeStats(AppendStats(nil, s))

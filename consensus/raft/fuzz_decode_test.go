@@ -83,10 +83,9 @@ func snapHeader(from uint64, index, term uint64) *transportpb.SnapshotHeader {
 // and what it accepts must describe a snapshot raft can take: a MsgSnap for
 // the local replica with a nonzero index, non-empty spans and valid
 // members.
-//
-// (The check does not ask whether the sender is a member or lives on the
-// node it claims, as admission does for messages; see the report in
-// docs/reliability.md, "Fuzzing".)
+// Like admission for messages (inbound.go), it must refuse a snapshot from
+// a replica that is not a member or from a node that does not host it: a
+// snapshot replaces the replica's whole state.
 func FuzzSnapshotHeader(f *testing.F) {
 	e := fuzzEngine(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -124,8 +123,24 @@ func FuzzSnapshotHeader(f *testing.F) {
 				t.Fatalf("accepted member %v", m)
 			}
 		}
+		member := false
+		for _, m := range fuzzMembers {
+			member = member || (uint64(m.ReplicaID) == h.GetFromReplica() && uint64(m.NodeID) == h.GetFromNode())
+		}
+		if !member && !knownSnapshotAdmissionGap {
+			t.Fatalf("accepted a snapshot from r%d on node %d, not a member on its node", h.GetFromReplica(), h.GetFromNode())
+		}
 	})
 }
+
+// knownSnapshotAdmissionGap: a known bug, reported. Snapshot streams are
+// not admitted like messages: checkSnapshotHeader accepts any sender
+// replica on any node, and the group steps the MsgSnap into raft without
+// admit, so one stream from any process that reaches the peer port
+// (claiming replica 9 on node 9, say) installs arbitrary state on a
+// follower and makes the stranger its leader (seed non-member-sender).
+// Set it to false with the fix.
+const knownSnapshotAdmissionGap = true
 
 // splitChunks decodes a fuzz input as snapshot chunks, each a uvarint
 // length and that many bytes of SnapshotChunk; undecodable bytes end the
@@ -291,6 +306,13 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	h3.Spans = append(h3.Spans, &transportpb.Span{Start: []byte{2}, End: []byte{3}})
 	raw, _ = proto.Marshal(h3)
 	c.Add("FuzzSnapshotHeader", "extra-span", raw)
+	stranger := snapHeader(2, 1<<20, 9)
+	stranger.FromNode, stranger.FromReplica = 9, 9
+	stranger.Message = mustMarshal(t, msg(pb.MsgSnap, 9, 1, func(m *pb.Message) {
+		m.Term = proto.Uint64(9)
+		m.Snapshot = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(1 << 20), Term: proto.Uint64(9), ConfState: confStateFromMembers(fuzzMembers)}}
+	}))
+	c.Add("FuzzSnapshotHeader", "non-member-sender", mustMarshal(t, stranger))
 	wrong := snapHeader(2, 10, 2)
 	wrong.ToReplica = 2
 	raw, _ = proto.Marshal(wrong)
@@ -341,6 +363,10 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		rec.Spans = append(rec.Spans, &transportpb.StagedSpan{Span: &transportpb.Span{Start: s.Start, End: s.End}, Path: "raft-snapshots/g1-10-00/span0.sst"})
 	}
 	c.Add("FuzzDecodeSnapshotInstall", "record", mustMarshal(t, rec))
+
+	for name, data := range liveSeeds() {
+		c.Add("FuzzLiveGroup", name, data)
+	}
 }
 
 func mustMarshal(t *testing.T, m proto.Message) []byte {

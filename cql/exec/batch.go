@@ -28,6 +28,16 @@ type batchItem struct {
 
 // runBatch analyses and applies a batch.
 func (e *Executor) runBatch(ctx context.Context, sess *Session, kind parser.BatchKind, using parser.Using, items []batchItem, req Request) (*Result, error) {
+	plans, err := e.planBatch(sess, kind, using, items, req)
+	if err != nil {
+		return nil, err
+	}
+	return e.applyPlans(ctx, plans, req, true)
+}
+
+// planBatch analyses a batch: every check that refuses it before anything
+// is sent. It has no effects (the planner's fuzz target calls it alone).
+func (e *Executor) planBatch(sess *Session, kind parser.BatchKind, using parser.Using, items []batchItem, req Request) ([]*modPlan, error) {
 	mc := modContext{req: req, inBatch: true}
 	if using.TTL != nil {
 		return nil, Invalid("Global TTL on the BATCH statement is not supported")
@@ -88,5 +98,5 @@ func (e *Executor) runBatch(ctx context.Context, sess *Session, kind parser.Batc
 		}
 		plans = append(plans, p)
 	}
-	return e.applyPlans(ctx, plans, req, true)
+	return plans, nil
 }

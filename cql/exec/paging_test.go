@@ -3,6 +3,8 @@ package exec
 import (
 	"bytes"
 	"testing"
+
+	"github.com/cosmosd/cosmosd/test/fuzzcheck"
 )
 
 func samePagingState(a, b *pagingState) bool {
@@ -41,7 +43,9 @@ func FuzzDecodePagingState(f *testing.F) {
 	f.Add([]byte{1})
 	f.Add([]byte{2, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ps, err := decodePagingState(b)
+		var ps *pagingState
+		var err error
+		fuzzcheck.Allocs(t, fuzzcheck.Bound(len(b), 16), "decodePagingState", func() { ps, err = decodePagingState(b) })
 		if err != nil {
 			return
 		}
