@@ -84,7 +84,9 @@ func faultStats(ops []*op, events []*faultEvent) []*kindStats {
 			s.ops++
 			s.outcomes[o.Outcome]++
 			s.slowest = slower(s.slowest, o)
-			if o.Coord != "" && !slices.Contains(ev.VictimIPs, o.Coord) {
+			if o.Coord != "" && !slices.ContainsFunc(append(o.Hosts, o.Coord), func(h string) bool { return slices.Contains(ev.VictimIPs, h) }) {
+				// No attempt went to a victim: what the cluster made the
+				// client wait, not what a frozen host did.
 				s.slowestOther = slower(s.slowestOther, o)
 			}
 			if o.Code != "" {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -95,7 +96,8 @@ type op struct {
 	Outcome      outcome
 	Code         string // the error's class ("" when ok), see classify
 	Err          string
-	Coord        string // the coordinator of the last attempt
+	Coord        string   // the coordinator of the last attempt
+	Hosts        []string // the coordinators of every attempt
 	Attempts     int
 	AttemptLog   string // each attempt's host and error, when there were several
 
@@ -274,7 +276,8 @@ func codeName(code int) string {
 // observer records the driver's attempts of one statement.
 type observer struct {
 	mu       sync.Mutex
-	host     string // of the last attempt
+	host     string   // of the last attempt
+	hosts    []string // of every attempt
 	attempts int
 	log      []string
 }
@@ -287,7 +290,10 @@ func (a *observer) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
 		host = q.Host.ConnectAddress().String()
 	}
 	a.host = host
-	a.attempts = q.Attempt + 1
+	if !slices.Contains(a.hosts, host) {
+		a.hosts = append(a.hosts, host)
+	}
+	a.attempts = max(a.attempts, q.Attempt+1)
 	res := "ok"
 	if q.Err != nil {
 		res = q.Err.Error()
@@ -367,6 +373,9 @@ func (c *client) next() int {
 	return (c.id+1)*10_000_000 + c.seq
 }
 
+// readSpeculation is the speculative execution of reads.
+var readSpeculation = &gocql.SimpleSpeculativeExecution{NumAttempts: 1, TimeoutDelay: 500 * time.Millisecond}
+
 // run executes one statement as op and records it.
 func (c *client) run(o *op, q *gocql.Query, exec func(q *gocql.Query) error) {
 	runOp(c.w.hist, o, q, exec)
@@ -382,13 +391,19 @@ func runOp(h *history, o *op, q *gocql.Query, exec func(q *gocql.Query) error) {
 	defer cancel()
 	if o.Kind.write() {
 		q = q.RetryPolicy(nil)
+	} else {
+		// Reads are idempotent: as a careful client does, ask a second
+		// coordinator when the first has not answered in 500ms, so a
+		// client is not held by a host that froze (which no server can
+		// answer for).
+		q = q.SetSpeculativeExecutionPolicy(readSpeculation)
 	}
 	var obs observer
 	o.Call = h.since()
 	err := exec(q.WithContext(ctx).Observer(&obs))
 	o.Return = h.since()
 	obs.mu.Lock()
-	o.Coord, o.Attempts = obs.host, obs.attempts
+	o.Coord, o.Hosts, o.Attempts = obs.host, obs.hosts, obs.attempts
 	if obs.attempts > 1 {
 		o.AttemptLog = strings.Join(obs.log, "; ")
 	}
