@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -41,6 +42,18 @@ type EmbeddedConfig struct {
 	// Wait bounds the wait for the server to serve. Default 60s; members
 	// of a new multi-member cluster wait for a quorum to start.
 	Wait time.Duration
+	// TLS, when set, makes the member serve clients and peers over TLS
+	// and require a client certificate of the CA from both (URLs are
+	// https, InitialCluster must name https peer URLs). etcd re-reads the
+	// certificate and key at each handshake. Default nil: plaintext.
+	TLS *EmbeddedTLS
+}
+
+// EmbeddedTLS names the PEM files an embedded etcd serves TLS with: a
+// certificate valid for its addresses (a cosmosd node certificate), its
+// key, and the CA bundle clients and peers must be signed by.
+type EmbeddedTLS struct {
+	CertFile, KeyFile, CAFile string
 }
 
 // Embedded is a running embedded etcd server.
@@ -65,23 +78,27 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.Name == "" {
 		cfg.Name = "cosmosd"
 	}
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
 	// etcd needs concrete URLs to advertise, so resolve port 0 now.
-	clientURL, err := freeURL(cfg.ClientAddr)
+	clientURL, err := freeURL(scheme, cfg.ClientAddr)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd client address: %w", err)
 	}
-	peerURL, err := freeURL(cfg.PeerAddr)
+	peerURL, err := freeURL(scheme, cfg.PeerAddr)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd peer address: %w", err)
 	}
 	advClient, advPeer := clientURL, peerURL
 	if cfg.AdvertiseClientAddr != "" {
-		if advClient, err = url.Parse("http://" + cfg.AdvertiseClientAddr); err != nil {
+		if advClient, err = url.Parse(scheme + "://" + cfg.AdvertiseClientAddr); err != nil {
 			return nil, fmt.Errorf("embedded etcd advertise client address: %w", err)
 		}
 	}
 	if cfg.AdvertisePeerAddr != "" {
-		if advPeer, err = url.Parse("http://" + cfg.AdvertisePeerAddr); err != nil {
+		if advPeer, err = url.Parse(scheme + "://" + cfg.AdvertisePeerAddr); err != nil {
 			return nil, fmt.Errorf("embedded etcd advertise peer address: %w", err)
 		}
 	}
@@ -104,6 +121,11 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		wait = 60 * time.Second
 	}
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	if t := cfg.TLS; t != nil {
+		info := transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile, ClientCertAuth: true}
+		ec.ClientTLSInfo = info
+		ec.PeerTLSInfo = info
+	}
 	ec.AutoCompactionMode = embed.CompactorModeRevision
 	ec.AutoCompactionRetention = "10000"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
@@ -124,8 +146,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	return &Embedded{etcd: e, endpoints: []string{advClient.Host}}, nil
 }
 
-// freeURL turns host:port into an http URL, choosing a free port for 0.
-func freeURL(addr string) (*url.URL, error) {
+// freeURL turns host:port into a URL, choosing a free port for 0.
+func freeURL(scheme, addr string) (*url.URL, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -140,7 +162,7 @@ func freeURL(addr string) (*url.URL, error) {
 			return nil, err
 		}
 	}
-	return url.Parse("http://" + addr)
+	return url.Parse(scheme + "://" + addr)
 }
 
 // Endpoints returns the client endpoints (host:port).

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cosmosd/cosmosd/auth"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/ring"
 	"github.com/cosmosd/cosmosd/schema"
@@ -33,6 +34,10 @@ type State struct {
 	Nodes map[uint64]*NodeInfo
 	// Members are every node that ever joined, live or not.
 	Members map[uint64]*Member
+	// Auth holds the roles and permissions (never nil). Every node checks
+	// CQL permissions against it, so a check costs no etcd round trip;
+	// it is replaced by the watch like the rest of the state.
+	Auth *auth.State
 }
 
 // Ring returns a table's ring (nil if none).
@@ -86,6 +91,7 @@ type Meta struct {
 		rings   map[string][]byte
 		nodes   map[string][]byte
 		members map[string][]byte
+		auth    map[string][]byte
 	}
 
 	subsMu sync.Mutex
@@ -131,50 +137,57 @@ func (m *Meta) load(ctx context.Context) (int64, error) {
 	m.raw.rings = map[string][]byte{}
 	m.raw.nodes = map[string][]byte{}
 	m.raw.members = map[string][]byte{}
+	m.raw.auth = map[string][]byte{}
 	for _, kv := range resp.Kvs {
 		m.put(string(kv.Key), kv.Value)
 	}
-	if err := m.publish(resp.Header.Revision, true, true, true); err != nil {
+	if err := m.publish(resp.Header.Revision, true, true, true, true); err != nil {
 		return 0, err
 	}
 	return resp.Header.Revision, nil
 }
 
 // put records a key; it reports which category changed.
-func (m *Meta) put(key string, value []byte) (catalog, rings, nodes bool) {
+func (m *Meta) put(key string, value []byte) (catalog, rings, nodes, authChanged bool) {
 	switch {
+	case hasPrefix(key, m.k.auth()):
+		m.raw.auth[key] = value
+		return false, false, false, true
 	case hasPrefix(key, m.k.prefix+"catalog/"):
 		m.raw.catalog[key] = value
-		return true, false, false
+		return true, false, false, false
 	case hasPrefix(key, m.k.rings()):
 		m.raw.rings[key] = value
-		return false, true, false
+		return false, true, false, false
 	case hasPrefix(key, m.k.nodes()):
 		m.raw.nodes[key] = value
-		return false, false, true
+		return false, false, true, false
 	case hasPrefix(key, m.k.members()):
 		m.raw.members[key] = value
-		return false, false, true
+		return false, false, true, false
 	}
-	return false, false, false
+	return false, false, false, false
 }
 
-func (m *Meta) del(key string) (catalog, rings, nodes bool) {
+func (m *Meta) del(key string) (catalog, rings, nodes, authChanged bool) {
 	switch {
+	case hasPrefix(key, m.k.auth()):
+		delete(m.raw.auth, key)
+		return false, false, false, true
 	case hasPrefix(key, m.k.prefix+"catalog/"):
 		delete(m.raw.catalog, key)
-		return true, false, false
+		return true, false, false, false
 	case hasPrefix(key, m.k.rings()):
 		delete(m.raw.rings, key)
-		return false, true, false
+		return false, true, false, false
 	case hasPrefix(key, m.k.nodes()):
 		delete(m.raw.nodes, key)
-		return false, false, true
+		return false, false, true, false
 	case hasPrefix(key, m.k.members()):
 		delete(m.raw.members, key)
-		return false, false, true
+		return false, false, true, false
 	}
-	return false, false, false
+	return false, false, false, false
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
@@ -182,11 +195,14 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 // publish rebuilds the changed parts of the state from raw and publishes
 // it. A record that does not decode is logged and skipped rather than
 // stopping the node: the rest of the metadata stays usable.
-func (m *Meta) publish(rev int64, catalog, rings, nodes bool) error {
+func (m *Meta) publish(rev int64, catalog, rings, nodes, authChanged bool) error {
 	prev := m.state.Load()
 	next := &State{Revision: rev}
 	if prev != nil {
-		next.Schema, next.Rings, next.Nodes, next.Members = prev.Schema, prev.Rings, prev.Nodes, prev.Members
+		next.Schema, next.Rings, next.Nodes, next.Members, next.Auth = prev.Schema, prev.Rings, prev.Nodes, prev.Members, prev.Auth
+	}
+	if authChanged || prev == nil {
+		next.Auth = decodeAuth(m.k, m.raw.auth, m.logger).Freeze()
 	}
 	if catalog || prev == nil {
 		next.Schema = m.buildSchema()
@@ -335,22 +351,22 @@ func (m *Meta) follow(ctx context.Context, rev int64) int64 {
 			}
 			continue
 		}
-		var c, r, n bool
+		var c, r, n, a bool
 		for _, ev := range resp.Events {
-			var c1, r1, n1 bool
+			var c1, r1, n1, a1 bool
 			if ev.Type == mvccpb.DELETE {
-				c1, r1, n1 = m.del(string(ev.Kv.Key))
+				c1, r1, n1, a1 = m.del(string(ev.Kv.Key))
 			} else {
-				c1, r1, n1 = m.put(string(ev.Kv.Key), ev.Kv.Value)
+				c1, r1, n1, a1 = m.put(string(ev.Kv.Key), ev.Kv.Value)
 			}
-			c, r, n = c || c1, r || r1, n || n1
+			c, r, n, a = c || c1, r || r1, n || n1, a || a1
 		}
 		// Events of one revision never span responses, so each
 		// response publishes whole transactions.
 		if resp.Header.Revision > rev {
 			rev = resp.Header.Revision
 		}
-		if err := m.publish(rev, c, r, n); err != nil {
+		if err := m.publish(rev, c, r, n, a); err != nil {
 			m.logger.Error("publish metadata", "err", err)
 		}
 	}

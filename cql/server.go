@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cosmosd/cosmosd/auth"
 	"github.com/cosmosd/cosmosd/cql/exec"
 	"github.com/cosmosd/cosmosd/cql/frame"
 	"github.com/cosmosd/cosmosd/cql/parser"
@@ -50,7 +51,13 @@ type Config struct {
 	// Observe, when set, is told about every request (opcode name, request
 	// units charged, and the CQL error code when it failed), for metrics.
 	Observe func(op string, charge float64, errCode int32, failed bool)
-	Logger  *slog.Logger
+	// Authenticator, when set, requires every connection to log in after
+	// STARTUP (authenticator password): the server answers STARTUP with
+	// AUTHENTICATE naming Cassandra's PasswordAuthenticator, and accepts
+	// nothing but OPTIONS and AUTH_RESPONSE (a SASL PLAIN token) until a
+	// login succeeds. Nil lets every connection in (allow-all).
+	Authenticator *auth.Authenticator
+	Logger        *slog.Logger
 	// Knobs are test hooks; nil in production.
 	Knobs *TestingKnobs
 }
@@ -332,6 +339,9 @@ type conn struct {
 
 	// Owned by the reader goroutine.
 	started bool
+	// authenticated is set once a login succeeded (or at STARTUP when the
+	// server has no authenticator).
+	authenticated bool
 
 	// mu guards the fields below. It is never held while waiting for the
 	// writer, so a client that stops reading blocks only its own
@@ -482,6 +492,10 @@ func (c *conn) handle(h frame.Header, req frame.Request) {
 		c.send(h.Stream, nil, supported(), false)
 		return
 	case *frame.Startup:
+		if c.started && !c.authenticated {
+			c.sendError(h.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: "Unexpected message STARTUP, expecting SASL_RESPONSE"})
+			return
+		}
 		if c.started {
 			c.sendError(h.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: "Unexpected message STARTUP, the connection is already initialized"})
 			return
@@ -498,9 +512,14 @@ func (c *conn) handle(h frame.Header, req frame.Request) {
 				return
 			}
 		}
-		// READY goes out uncompressed; everything after it may be
-		// compressed both ways.
-		c.send(h.Stream, nil, &frame.Ready{}, false)
+		// READY (or AUTHENTICATE) goes out uncompressed; everything
+		// after it may be compressed both ways.
+		if c.s.cfg.Authenticator != nil {
+			c.send(h.Stream, nil, &frame.Authenticate{Authenticator: auth.PasswordAuthenticatorClass}, false)
+		} else {
+			c.send(h.Stream, nil, &frame.Ready{}, false)
+			c.authenticated = true
+		}
 		c.rd.SetCompressor(comp)
 		c.mu.Lock()
 		c.mu.comp = comp
@@ -510,6 +529,16 @@ func (c *conn) handle(h frame.Header, req frame.Request) {
 	}
 	if !c.started {
 		c.sendError(h.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: fmt.Sprintf("Unexpected message %s, expecting STARTUP or OPTIONS", h.Opcode)})
+		return
+	}
+	if !c.authenticated {
+		// Until it has logged in, a connection may only log in
+		// (Cassandra's ServerConnection in state AUTHENTICATION).
+		if r, ok := req.(*frame.AuthResponse); ok {
+			c.login(h, r)
+			return
+		}
+		c.sendError(h.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: fmt.Sprintf("Unexpected message %s, expecting SASL_RESPONSE", h.Opcode)})
 		return
 	}
 	switch r := req.(type) {
@@ -532,7 +561,11 @@ func (c *conn) handle(h frame.Header, req frame.Request) {
 		c.send(h.Stream, nil, &frame.Ready{}, true)
 		return
 	case *frame.AuthResponse:
-		c.sendError(h.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: "Unexpected AUTH_RESPONSE: authentication is not enabled"})
+		msg := "Unexpected AUTH_RESPONSE: authentication is not enabled"
+		if c.s.cfg.Authenticator != nil {
+			msg = "Unexpected AUTH_RESPONSE: the connection is already authenticated"
+		}
+		c.sendError(h.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: msg})
 		return
 	}
 	select {
@@ -548,6 +581,34 @@ func (c *conn) handle(h frame.Header, req frame.Request) {
 		defer func() { <-c.inflight }()
 		c.run(h, req)
 	}()
+}
+
+// login checks an AUTH_RESPONSE. It runs on the reader goroutine: nothing
+// else may happen on the connection until the login is decided, and the
+// bcrypt comparison it spends (tens of milliseconds) is paid by this
+// connection alone. A refusal leaves the connection unauthenticated; the
+// client may try again, within the failure rate limit. The token is
+// neither logged nor echoed.
+func (c *conn) login(h frame.Header, r *frame.AuthResponse) {
+	role, err := c.s.cfg.Authenticator.Login(clientOf(c.nc), r.Token)
+	if err != nil {
+		if obs := c.s.cfg.Observe; obs != nil {
+			obs(h.Opcode.String(), 0, int32(frame.CodeBadCredentials), true)
+		}
+		msg := "Unable to perform authentication"
+		var le *auth.LoginError
+		if errors.As(err, &le) {
+			msg = le.Message
+		}
+		c.sendError(h.Stream, &frame.Error{Code: frame.CodeBadCredentials, Message: msg})
+		return
+	}
+	c.sess.Login(role)
+	c.authenticated = true
+	if obs := c.s.cfg.Observe; obs != nil {
+		obs(h.Opcode.String(), 0, 0, false)
+	}
+	c.send(h.Stream, nil, &frame.AuthSuccess{}, true)
 }
 
 // run executes one request and answers it.

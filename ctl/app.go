@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -150,6 +151,10 @@ func commonFlags(withEnv bool) []cli.Flag {
 			Usage: "output format: table or json"},
 		&cli.DurationFlag{Name: flagTimeout, Value: DefaultTimeout, Usage: "timeout of each call to the cluster"},
 		&cli.DurationFlag{Name: flagDialTimeout, Value: DefaultDialTimeout, Usage: "how long to wait for each endpoint to answer"},
+		&cli.StringFlag{Name: flagCertsDir, EnvVars: env(CertsDirEnv),
+			Usage: "directory with ca.crt and client.USER.crt/.key: talk TLS to a secure cluster (default empty: plaintext)"},
+		&cli.StringFlag{Name: flagUser, Value: DefaultUser, EnvVars: env(UserEnv),
+			Usage: "whose client certificate of --certs-dir to present (default root, or the only one there)"},
 	}
 }
 
@@ -164,6 +169,8 @@ type options struct {
 	output      format
 	timeout     time.Duration
 	dialTimeout time.Duration
+	// tls is the admin connection's TLS (--certs-dir); nil: plaintext.
+	tls *tls.Config
 }
 
 // flagContext returns the context whose value of the common flag name
@@ -207,6 +214,13 @@ func resolveOptions(c *cli.Context) (options, error) {
 	if o.dialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--dial-timeout %s: must be positive", o.dialTimeout))
 	}
+	if dir := flagContext(c, flagCertsDir).String(flagCertsDir); dir != "" {
+		uc := flagContext(c, flagUser)
+		var err error
+		if o.tls, err = clientTLS(dir, uc.String(flagUser), uc.IsSet(flagUser)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return o, errors.Join(errs...)
 	}
@@ -233,7 +247,7 @@ type env struct {
 // --timeout and turns a failure into a one-line reason.
 func (e *env) call(ctx context.Context, rpc func(ctx context.Context, admin adminpb.AdminClient) error) error {
 	if e.client == nil {
-		cl, err := dial(ctx, e.opts.endpoints, e.opts.dialTimeout, e.opts.timeout)
+		cl, err := dial(ctx, e.opts.endpoints, e.opts.dialTimeout, e.opts.timeout, e.opts.tls)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
@@ -56,10 +56,10 @@ type client struct {
 // dial connects to the first endpoint, in order, that completes a gRPC
 // handshake within dialTimeout. Calls through the client are bounded by
 // callTimeout.
-func dial(ctx context.Context, endpoints []string, dialTimeout, callTimeout time.Duration) (*client, error) {
+func dial(ctx context.Context, endpoints []string, dialTimeout, callTimeout time.Duration, tlsCfg *tls.Config) (*client, error) {
 	var reasons []string
 	for _, ep := range endpoints {
-		conn, err := dialOne(ctx, ep, dialTimeout)
+		conn, err := dialOne(ctx, ep, dialTimeout, tlsCfg)
 		if err == nil {
 			return &client{conn: conn, endpoint: ep, timeout: callTimeout, admin: adminpb.NewAdminClient(conn)}, nil
 		}
@@ -81,6 +81,23 @@ func dial(ctx context.Context, endpoints []string, dialTimeout, callTimeout time
 type dialRecorder struct {
 	mu  sync.Mutex
 	err error
+	// handshake is the first error of the TLS handshake or of the first
+	// reads after it (recordingCreds).
+	handshake error
+}
+
+func (r *dialRecorder) setHandshake(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handshake == nil {
+		r.handshake = err
+	}
+}
+
+func (r *dialRecorder) lastHandshake() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.handshake
 }
 
 func (r *dialRecorder) dial(ctx context.Context, addr string) (net.Conn, error) {
@@ -101,13 +118,13 @@ func (r *dialRecorder) last() error {
 }
 
 // dialOne connects to one endpoint and waits until the connection is ready,
-// has failed, or dialTimeout has passed.
-func dialOne(ctx context.Context, ep string, dialTimeout time.Duration) (*grpc.ClientConn, error) {
+// has failed, or dialTimeout has passed. tlsCfg nil dials plaintext.
+func dialOne(ctx context.Context, ep string, dialTimeout time.Duration, tlsCfg *tls.Config) (*grpc.ClientConn, error) {
 	rec := &dialRecorder{}
 	// passthrough: our dialer resolves the host, so a name that does not
 	// resolve fails with the resolver's reason.
 	conn, err := grpc.NewClient("passthrough:///"+ep,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(newRecordingCreds(tlsCfg, rec)),
 		grpc.WithContextDialer(rec.dial))
 	if err != nil {
 		return nil, err
@@ -125,12 +142,15 @@ func dialOne(ctx context.Context, ep string, dialTimeout time.Duration) (*grpc.C
 			if err := rec.last(); err != nil {
 				return nil, errors.New(dialReason(err))
 			}
-			return nil, errors.New("connected, but the gRPC handshake failed (not an admin endpoint?)")
+			return nil, errors.New(handshakeReason(rec.lastHandshake(), tlsCfg != nil))
 		}
 		if !conn.WaitForStateChange(ctx, st) {
 			_ = conn.Close()
 			if err := rec.last(); err != nil {
 				return nil, errors.New(dialReason(err))
+			}
+			if err := rec.lastHandshake(); err != nil {
+				return nil, errors.New(handshakeReason(err, tlsCfg != nil))
 			}
 			return nil, fmt.Errorf("no answer within %s", dialTimeout)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/security"
 )
 
 // flags are cosmosd's command-line flags; each mirrors a Config field and
@@ -53,6 +54,14 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-unpaged-result-bytes", Usage: "largest result of an unpaged SELECT (default 64 MiB)"},
 		&cli.Int64Flag{Name: "max-provisioned-throughput", Usage: "most RU/s a table or keyspace may be provisioned with (default 1000000)"},
 		&cli.IntFlag{Name: "max-partitions-per-table", Usage: "most physical partitions of one table (default 1024)"},
+		&cli.StringFlag{Name: "authenticator", Usage: "CQL authentication: allow-all (default) or password (roles and permissions, docs/security.md)"},
+		&cli.StringFlag{Name: "superuser", Usage: "superuser role created on the first start with --authenticator password (default cassandra)"},
+		&cli.StringFlag{Name: "superuser-password-file", Usage: "file holding the superuser's password, read when no role exists yet (required then)"},
+		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (`cosmosd cert`): TLS on every listener, mutual TLS between nodes (default empty: insecure)"},
+		&cli.BoolFlag{Name: "cql-require-client-cert", Usage: "CQL clients must present a certificate of the cluster CA (needs --certs-dir)"},
+		&cli.StringFlag{Name: "etcd-ca-file", Usage: "CA bundle of an external etcd's server certificate (turns etcd TLS on)"},
+		&cli.StringFlag{Name: "etcd-cert-file", Usage: "client certificate presented to an external etcd"},
+		&cli.StringFlag{Name: "etcd-key-file", Usage: "key of --etcd-cert-file"},
 	}
 }
 
@@ -70,6 +79,8 @@ func configFrom(c *cli.Context) (Config, error) {
 		"admin-addr": &cfg.AdminAddr, "http-addr": &cfg.HTTPAddr, "advertise-host": &cfg.AdvertiseHost,
 		"embedded-etcd-addr": &cfg.EmbeddedEtcdAddr, "etcd-prefix": &cfg.EtcdPrefix, "consensus": &cfg.Consensus,
 		"log-level": &cfg.LogLevel, "log-format": &cfg.LogFormat,
+		"authenticator": &cfg.Authenticator, "superuser": &cfg.Superuser, "superuser-password-file": &cfg.SuperuserPasswordFile,
+		"certs-dir": &cfg.CertsDir, "etcd-ca-file": &cfg.EtcdCAFile, "etcd-cert-file": &cfg.EtcdCertFile, "etcd-key-file": &cfg.EtcdKeyFile,
 	}
 	for name, p := range str {
 		if c.IsSet(name) {
@@ -131,6 +142,9 @@ func configFrom(c *cli.Context) (Config, error) {
 		d := c.Duration("idle-timeout")
 		cfg.IdleTimeout = &d
 	}
+	if c.IsSet("cql-require-client-cert") {
+		cfg.CQLRequireClientCert = c.Bool("cql-require-client-cert")
+	}
 	cfg.SetDefaults()
 	return cfg, cfg.Validate()
 }
@@ -149,7 +163,7 @@ func App() *cli.App {
 			}
 			return runUntilSignal(func(ctx context.Context) (stopper, error) { return Start(ctx, cfg) })
 		},
-		Commands: []*cli.Command{demoCommand(), etcdCommand()},
+		Commands: []*cli.Command{demoCommand(), etcdCommand(), certCommand()},
 	}
 }
 
@@ -180,11 +194,28 @@ func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
 	if f, ok := s.(interface{ Fatal() <-chan error }); ok {
 		fatal = f.Fatal()
 	}
+	// SIGHUP re-reads the certificate files (docs/security.md).
+	var hup chan os.Signal
+	reloader, canReload := s.(interface{ ReloadCertificates() error })
+	if canReload {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	var cause error
-	select {
-	case <-ctx.Done():
-	case cause = <-fatal:
-		fmt.Fprintf(os.Stderr, "cosmosd: %v; stopping so the node restarts from what is durable\n", cause)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-hup:
+			if err := reloader.ReloadCertificates(); err != nil {
+				fmt.Fprintf(os.Stderr, "cosmosd: SIGHUP: %v; the previous certificates stay in use\n", oneLineErr(err))
+			}
+		case cause = <-fatal:
+			fmt.Fprintf(os.Stderr, "cosmosd: %v; stopping so the node restarts from what is durable\n", cause)
+			break wait
+		}
 	}
 	cancel() // restore the default action: a second signal kills
 	limit := defaultStopTimeout
@@ -292,6 +323,9 @@ func demoCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			base := Config{LogLevel: c.String("log-level")}
 			return runUntilSignal(func(ctx context.Context) (stopper, error) {
+				// The demo is the one-command local cluster: plaintext on
+				// loopback, and it says so (docs/security.md).
+				base.NewLogger().Warn("running insecure: no TLS, no authentication", "demo", true)
 				d, err := StartDemo(ctx, c.String("data-dir"), c.Int("nodes"), c.String("consensus"), base)
 				if err != nil {
 					return nil, err
@@ -319,16 +353,22 @@ func etcdCommand() *cli.Command {
 			&cli.StringFlag{Name: "advertise-peer", Usage: "peer address others use (host:port)"},
 			&cli.StringFlag{Name: "initial-cluster", Usage: "members as name=http://host:2380,... (empty: single member)"},
 			&cli.StringFlag{Name: "cluster-state", Value: "new", Usage: "new or existing"},
+			&cli.StringFlag{Name: "certs-dir", Usage: "serve clients and peers over TLS with node.crt/node.key, requiring certificates of ca.crt (--initial-cluster then names https:// URLs)"},
 		},
 		Action: func(c *cli.Context) error {
+			ecfg := cluster.EmbeddedConfig{
+				Dir: c.String("data-dir"), Name: c.String("name"),
+				ClientAddr: c.String("listen-client"), PeerAddr: c.String("listen-peer"),
+				AdvertiseClientAddr: c.String("advertise-client"), AdvertisePeerAddr: c.String("advertise-peer"),
+				InitialCluster: c.String("initial-cluster"), ClusterState: c.String("cluster-state"),
+				Wait: 10 * time.Minute,
+			}
+			if dir := c.String("certs-dir"); dir != "" {
+				f := security.NodeFiles(dir)
+				ecfg.TLS = &cluster.EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
+			}
 			return runUntilSignal(func(ctx context.Context) (stopper, error) {
-				e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{
-					Dir: c.String("data-dir"), Name: c.String("name"),
-					ClientAddr: c.String("listen-client"), PeerAddr: c.String("listen-peer"),
-					AdvertiseClientAddr: c.String("advertise-client"), AdvertisePeerAddr: c.String("advertise-peer"),
-					InitialCluster: c.String("initial-cluster"), ClusterState: c.String("cluster-state"),
-					Wait: 10 * time.Minute,
-				})
+				e, err := cluster.StartEmbedded(ecfg)
 				if err != nil {
 					return nil, err
 				}

@@ -46,6 +46,27 @@ type Config struct {
 	EmbeddedEtcdAddr string `yaml:"embedded_etcd_addr"`
 	// EtcdPrefix is where cosmosd keeps its metadata. Default /cosmosd/.
 	EtcdPrefix string `yaml:"etcd_prefix"`
+	// CertsDir turns on TLS for every listener and mutual TLS between
+	// nodes (docs/security.md): it holds ca.crt, node.crt and node.key as
+	// `cosmosd cert` writes them. The internode and admin APIs then
+	// require a client certificate of the cluster CA (internode: a node
+	// certificate), HTTP serves HTTPS (pprof needs a client certificate),
+	// and the embedded etcd serves TLS with the node certificate. The
+	// files are re-read when they change and on SIGHUP. Default empty:
+	// no TLS (insecure).
+	CertsDir string `yaml:"certs_dir"`
+	// CQLRequireClientCert makes CQL clients present a certificate of the
+	// cluster CA (drivers' SSL options with a client certificate). Needs
+	// certs_dir. Default false: a certificate is verified when given.
+	CQLRequireClientCert bool `yaml:"cql_require_client_cert"`
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to
+	// an external etcd (etcd_endpoints): the CA bundle that signed etcd's
+	// server certificate (empty: the system's roots) and the client
+	// certificate and key to present (both or neither). Any of them set
+	// turns TLS on. Re-read when they change. Default empty: plaintext.
+	EtcdCAFile   string `yaml:"etcd_ca_file"`
+	EtcdCertFile string `yaml:"etcd_cert_file"`
+	EtcdKeyFile  string `yaml:"etcd_key_file"`
 	// Consensus selects the replication engine: "raft" (default; 4
 	// replicas per partition) or "local" (one replica, development only).
 	Consensus string `yaml:"consensus"`
@@ -154,6 +175,23 @@ type Config struct {
 	// reads the time without libc, so libfaketime cannot. YAML only, no
 	// flag. Default empty: the real clock.
 	TestingClockOffsetFile string `yaml:"testing_clock_offset_file"`
+	// Authenticator is "allow-all" (default: every CQL client may do
+	// everything, as Cassandra's AllowAllAuthenticator) or "password":
+	// clients log in with a role and its password (Cassandra's
+	// PasswordAuthenticator over SASL PLAIN: gocql's PasswordAuthenticator,
+	// the DataStax drivers' PlainTextAuthProvider, cqlsh -u/-p) and every
+	// statement is checked against the role's permissions (Cassandra's
+	// CassandraAuthorizer). See docs/security.md.
+	Authenticator string `yaml:"authenticator"`
+	// Superuser names the superuser role created on a cluster's first
+	// start with authenticator password, when no role exists yet. Default
+	// cassandra.
+	Superuser string `yaml:"superuser"`
+	// SuperuserPasswordFile holds the password of that role (the first
+	// line; a trailing newline is ignored). It is read only when no role
+	// exists, and is then required: there is never a built-in default
+	// password. Default empty.
+	SuperuserPasswordFile string `yaml:"superuser_password_file"`
 }
 
 // Knobs are hooks for tests that run nodes in process.
@@ -165,6 +203,10 @@ type Knobs struct {
 	// StoreFS wraps the filesystem the store opens on (tests inject I/O
 	// errors with Pebble's errorfs).
 	StoreFS func(vfs.FS) vfs.FS
+	// PasswordHashCost is the bcrypt cost of the passwords this node sets
+	// (the superuser's, CREATE/ALTER ROLE); 0 means auth.DefaultHashCost.
+	// Tests lower it: logins under the race detector are slow at cost 10.
+	PasswordHashCost int
 }
 
 // SetDefaults fills zero fields with their documented defaults.
@@ -257,6 +299,8 @@ func (c *Config) SetDefaults() {
 	if c.RegistrationTTL == 0 {
 		c.RegistrationTTL = 15 * time.Second
 	}
+	def(&c.Authenticator, "allow-all")
+	def(&c.Superuser, "cassandra")
 }
 
 // Validate reports every problem at once.
@@ -271,6 +315,15 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs = append(errs, fmt.Errorf("http_addr %q: %w", c.HTTPAddr, err))
 		}
+	}
+	if c.CQLRequireClientCert && c.CertsDir == "" {
+		errs = append(errs, errors.New("cql_require_client_cert needs certs_dir"))
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		errs = append(errs, errors.New("etcd_cert_file and etcd_key_file go together"))
+	}
+	if c.etcdTLS() && len(c.EtcdEndpoints) == 0 {
+		errs = append(errs, errors.New("etcd_ca_file, etcd_cert_file and etcd_key_file are for an external etcd (etcd_endpoints); the embedded one uses certs_dir"))
 	}
 	if c.Name == "" {
 		errs = append(errs, errors.New("name is required"))
@@ -339,7 +392,20 @@ func (c *Config) Validate() error {
 	if c.MaxPartitionsPerTable < 1 {
 		errs = append(errs, fmt.Errorf("max_partitions_per_table %d must be positive", c.MaxPartitionsPerTable))
 	}
+	switch c.Authenticator {
+	case "allow-all", "password":
+	default:
+		errs = append(errs, fmt.Errorf("authenticator %q: want allow-all or password", c.Authenticator))
+	}
+	if c.Superuser == "" {
+		errs = append(errs, errors.New("superuser must not be empty"))
+	}
 	return errors.Join(errs...)
+}
+
+// etcdTLS reports whether the etcd client uses etcd_*_file.
+func (c *Config) etcdTLS() bool {
+	return c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != ""
 }
 
 // LoadFile reads a YAML config file over c; unknown keys are errors, so a

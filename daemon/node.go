@@ -35,6 +35,7 @@ import (
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/router"
+	"github.com/cosmosd/cosmosd/security"
 	"github.com/cosmosd/cosmosd/storage"
 )
 
@@ -68,6 +69,9 @@ type Node struct {
 	reg      *cluster.Registration
 	ctrl     *placement.Controller
 	metrics  *prometheus.Registry
+	// certs and etcdCerts are the node's and the etcd client's TLS
+	// material (tls.go); nil without certs_dir, etcd_*_file.
+	certs, etcdCerts *security.Reloader
 
 	cqlLn, peerLn, adminLn, httpLn net.Listener
 
@@ -169,10 +173,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	if err := n.loadCertificates(); err != nil {
+		return nil, err
+	}
 	// Listen first, so port 0 resolves and advertised addresses are real.
 	if n.cqlLn, err = net.Listen("tcp", cfg.CQLAddr); err != nil {
 		return nil, fmt.Errorf("listen cql %s: %w", cfg.CQLAddr, err)
 	}
+	n.cqlLn = n.cqlListener(n.cqlLn)
 	if n.peerLn, err = net.Listen("tcp", cfg.PeerAddr); err != nil {
 		return nil, fmt.Errorf("listen peer %s: %w", cfg.PeerAddr, err)
 	}
@@ -183,10 +191,16 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 			return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
 		}
+		n.httpLn = n.httpListener(n.httpLn)
 	}
 	endpoints := cfg.EtcdEndpoints
 	if len(endpoints) == 0 {
-		n.embedded, err = cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: filepath.Join(cfg.DataDir, "etcd"), ClientAddr: cfg.EmbeddedEtcdAddr, Name: cfg.Name})
+		ecfg := cluster.EmbeddedConfig{Dir: filepath.Join(cfg.DataDir, "etcd"), ClientAddr: cfg.EmbeddedEtcdAddr, Name: cfg.Name}
+		if n.certs != nil {
+			f := n.certs.Files()
+			ecfg.TLS = &cluster.EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
+		}
+		n.embedded, err = cluster.StartEmbedded(ecfg)
 		if err != nil {
 			return nil, err
 		}
@@ -202,7 +216,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	etcdCtx, cancelEtcd := context.WithCancel(context.Background())
 	n.cancelEtcd = cancelEtcd
 	n.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop(), Context: etcdCtx})
+		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop(), Context: etcdCtx,
+		TLS: n.etcdClientTLS()})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
@@ -226,6 +241,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.catalog.EnsureSchemaVersion(ctx); err != nil {
 		return nil, fmt.Errorf("schema version: %w", err)
 	}
+	roles, authn, err := n.startAuth(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if n.cons, err = n.newConsensus(); err != nil {
 		return nil, err
 	}
@@ -235,7 +254,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	rcfg := router.Config{NodeID: consensus.NodeID(n.id), Store: n.parts, Meta: n.meta,
-		MaxMessageBytes: cfg.MaxFrameBytes + (1 << 20), Logger: n.logger}
+		MaxMessageBytes: cfg.MaxFrameBytes + (1 << 20), Logger: n.logger, DialOptions: []grpc.DialOption{n.peerDialCreds()}}
 	if re, ok := n.cons.(*raft.Engine); ok {
 		// A node that leads partitions followed here heartbeats every
 		// tick; its silence routes requests around it at once.
@@ -244,8 +263,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.router = router.New(rcfg)
 
 	// Internal gRPC: forwarding (and the raft transport).
-	n.peerSrv = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxFrameBytes+(1<<20)), grpc.KeepaliveEnforcementPolicy(router.KeepaliveEnforcement),
-		grpc.ChainUnaryInterceptor(recoverUnary(n.logger)), grpc.ChainStreamInterceptor(recoverStream(n.logger)))
+	n.peerSrv = grpc.NewServer(append(n.peerServerCreds(), grpc.MaxRecvMsgSize(cfg.MaxFrameBytes+(1<<20)), grpc.KeepaliveEnforcementPolicy(router.KeepaliveEnforcement),
+		grpc.ChainUnaryInterceptor(recoverUnary(n.logger)), grpc.ChainStreamInterceptor(recoverStream(n.logger)))...)
 	kvpb.RegisterInternalServer(n.peerSrv, router.NewServer(n.parts))
 	if rs, ok := n.cons.(interface{ RegisterService(*grpc.Server) }); ok {
 		rs.RegisterService(n.peerSrv)
@@ -254,6 +273,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
+	n.runCertificateReloads(runCtx)
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
@@ -285,6 +305,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxPartitionKeyRestrictions: cfg.MaxPartitionKeyRestrictionsPerQuery, MaxClusteringKeyRestrictions: cfg.MaxClusteringKeyRestrictionsPerQuery,
 		MaxMutationBytes: cfg.MaxMutationBytes, PageMaxBytes: cfg.PageMaxBytes, MaxUnpagedResultBytes: cfg.MaxUnpagedResultBytes,
 		MaxProvisionedThroughput: cfg.MaxProvisionedThroughput, MaxPartitionsPerTable: cfg.MaxPartitionsPerTable,
+		RequireAuth: authn != nil, Roles: roles, PasswordHashCost: passwordHashCost(cfg.Knobs),
 	})
 	if n.exec == nil {
 		return nil, errors.New("executor")
@@ -294,7 +315,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.metrics.MustRegister(newPartitionCollector(n))
 	n.cqlSrv = cql.NewServer(cql.Config{Executor: n.exec, Events: n.events, MaxFrameBytes: cfg.MaxFrameBytes, Observe: reqMetrics.observe,
 		MaxRequestsPerConnection: cfg.MaxRequestsPerConnection, RequestTimeout: cfg.RequestTimeout, Logger: n.logger,
-		MaxConnections: cfg.MaxConnections, MaxConnectionsPerClient: cfg.MaxConnectionsPerClient, IdleTimeout: *cfg.IdleTimeout})
+		MaxConnections: cfg.MaxConnections, MaxConnectionsPerClient: cfg.MaxConnectionsPerClient, IdleTimeout: *cfg.IdleTimeout,
+		Authenticator: authn})
 	n.serveBG("cql", func() error { return n.cqlSrv.Serve(n.cqlLn) })
 
 	n.ctrl = placement.NewController(placement.ControllerConfig{
@@ -315,7 +337,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.ctrl.Run(ctrlCtx)
 	}()
 
-	n.adminSrv = grpc.NewServer(grpc.ChainUnaryInterceptor(recoverUnary(n.logger)), grpc.ChainStreamInterceptor(recoverStream(n.logger)))
+	n.adminSrv = grpc.NewServer(append(n.adminServerCreds(), grpc.ChainUnaryInterceptor(recoverUnary(n.logger)), grpc.ChainStreamInterceptor(recoverStream(n.logger)))...)
 	adminpb.RegisterAdminServer(n.adminSrv, admin.NewServer(admin.Config{Meta: n.meta, Router: n.router, Catalog: n.catalog,
 		DeadAfter: cfg.DeadAfter, PhysicalPartitionMaxRU: cfg.PhysicalPartitionMaxRU, Logger: n.logger,
 		MaxProvisionedThroughput: cfg.MaxProvisionedThroughput, MaxPartitionsPerTable: cfg.MaxPartitionsPerTable}))
@@ -457,11 +479,11 @@ func (n *Node) startHTTP() {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/", n.requireClientCert(pprof.Index))
+	mux.HandleFunc("/debug/pprof/cmdline", n.requireClientCert(pprof.Cmdline))
+	mux.HandleFunc("/debug/pprof/profile", n.requireClientCert(pprof.Profile))
+	mux.HandleFunc("/debug/pprof/symbol", n.requireClientCert(pprof.Symbol))
+	mux.HandleFunc("/debug/pprof/trace", n.requireClientCert(pprof.Trace))
 	n.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	n.serveBG("http", func() error { return n.httpSrv.Serve(n.httpLn) })
 }

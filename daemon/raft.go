@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cosmosd/cosmosd/consensus"
 	"github.com/cosmosd/cosmosd/consensus/raft"
@@ -26,7 +25,7 @@ func newRaftEngine(n *Node) (consensus.Engine, error) {
 			}
 			return info.PeerAddr, nil
 		},
-		DialOptions:  []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithKeepaliveParams(router.KeepaliveParams)},
+		DialOptions:  []grpc.DialOption{n.peerDialCreds(), grpc.WithKeepaliveParams(router.KeepaliveParams)},
 		Logger:       n.logger,
 		TestingKnobs: raftKnobs(n.cfg.Knobs),
 	})

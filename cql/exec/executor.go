@@ -94,6 +94,20 @@ type Config struct {
 	// version line Cosmos DB's Cassandra API reports, which makes drivers
 	// use system.peers and the system_schema tables.
 	ReleaseVersion string
+	// RequireAuth turns on authorization (authenticator password): a
+	// session must have logged in (Session.Login), every statement is
+	// checked against the roles and permissions of Meta.State().Auth, and
+	// the role statements run. Without it (authenticator allow-all) every
+	// session is anonymous and may do everything except the role
+	// statements, which Cassandra refuses to anonymous sessions.
+	RequireAuth bool
+	// Roles stores the roles and permissions. Required by RequireAuth;
+	// when set without it, DROP KEYSPACE and DROP TABLE still revoke the
+	// permissions granted on what they drop.
+	Roles *cluster.Roles
+	// PasswordHashCost is the bcrypt cost of the passwords CREATE and
+	// ALTER ROLE set. Default auth.DefaultHashCost (10, as Cassandra).
+	PasswordHashCost int
 	// Now is the clock (tests); nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -171,6 +185,28 @@ func New(cfg Config) *Executor {
 type Session struct {
 	mu       sync.Mutex
 	keyspace string
+	// user is the role the connection logged in as; "" is anonymous.
+	user string
+}
+
+// Login records the role the connection authenticated as.
+func (s *Session) Login(role string) {
+	s.mu.Lock()
+	s.user = role
+	s.mu.Unlock()
+}
+
+// User returns the role the connection logged in as ("" if none).
+func (s *Session) User() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.user
+}
+
+// withKeyspace returns a session of the same role in keyspace ks, for a
+// prepared statement that keeps the keyspace it was prepared in.
+func (s *Session) withKeyspace(ks string) *Session {
+	return &Session{keyspace: ks, user: s.User()}
 }
 
 // Keyspace returns the current keyspace (USE).
@@ -334,7 +370,20 @@ func (e *Executor) run(ctx context.Context, sess *Session, stmt parser.Statement
 	return e.dispatch(ctx, sess, stmt, b, req, text)
 }
 
+// dispatch authorizes and runs a statement, then keeps the permissions in
+// step with the schema change it made, if any.
 func (e *Executor) dispatch(ctx context.Context, sess *Session, stmt parser.Statement, b *binder, req Request, text string) (*Result, error) {
+	if err := e.authorize(sess, stmt); err != nil {
+		return nil, err
+	}
+	res, err := e.dispatchStmt(ctx, sess, stmt, b, req, text)
+	if err == nil {
+		e.afterSchemaChange(ctx, sess, res)
+	}
+	return res, err
+}
+
+func (e *Executor) dispatchStmt(ctx context.Context, sess *Session, stmt parser.Statement, b *binder, req Request, text string) (*Result, error) {
 	switch s := stmt.(type) {
 	case *parser.SelectStmt:
 		return e.runSelect(ctx, sess, s, b, req, text)
@@ -362,6 +411,20 @@ func (e *Executor) dispatch(ctx context.Context, sess *Session, stmt parser.Stat
 		return nil, Invalid("Secondary indexes are not supported by cosmosd")
 	case *parser.CreateTypeStmt, *parser.DropTypeStmt:
 		return nil, Invalid("User-defined types are not supported by cosmosd")
+	case *parser.CreateRoleStmt:
+		return e.createRole(ctx, sess, s)
+	case *parser.AlterRoleStmt:
+		return e.alterRole(ctx, sess, s)
+	case *parser.DropRoleStmt:
+		return e.dropRole(ctx, sess, s)
+	case *parser.GrantRoleStmt:
+		return e.grantRole(ctx, sess, s)
+	case *parser.GrantPermissionsStmt:
+		return e.grantPermissions(ctx, sess, s)
+	case *parser.ListRolesStmt:
+		return e.listRoles(sess, s)
+	case *parser.ListPermissionsStmt:
+		return e.listPermissions(sess, s)
 	case *parser.UnsupportedStmt:
 		return nil, Invalid("%s is not supported by cosmosd", s.What)
 	}

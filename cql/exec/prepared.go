@@ -280,9 +280,9 @@ func (e *Executor) Execute(ctx context.Context, sess *Session, id []byte, req Re
 	if err != nil {
 		return nil, err
 	}
-	ps := &Session{keyspace: p.Keyspace}
-	if p.Keyspace == "" {
-		ps = sess
+	ps := sess
+	if p.Keyspace != "" {
+		ps = sess.withKeyspace(p.Keyspace)
 	}
 	return e.run(ctx, ps, p.Stmt, b, req, p.Query)
 }
@@ -321,7 +321,7 @@ func (e *Executor) Batch(ctx context.Context, sess *Session, kind parser.BatchKi
 			}
 			stmt = p.Stmt
 			if p.Keyspace != "" {
-				ksSess = &Session{keyspace: p.Keyspace}
+				ksSess = sess.withKeyspace(p.Keyspace)
 			}
 		} else {
 			stmt2, n, err := parseLimited(bs.Query, tokens)
@@ -337,6 +337,9 @@ func (e *Executor) Batch(ctx context.Context, sess *Session, kind parser.BatchKi
 		case *parser.InsertStmt, *parser.UpdateStmt, *parser.DeleteStmt:
 		default:
 			return nil, Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.")
+		}
+		if err := e.authorize(ksSess, stmt); err != nil {
+			return nil, err
 		}
 		b, err := e.newBinder(bs.Values, nil, len(parser.BindMarkers(stmt)))
 		if err != nil {

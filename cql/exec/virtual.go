@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cosmosd/cosmosd/auth"
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cqltype"
 	"github.com/cosmosd/cosmosd/ring"
@@ -112,6 +113,17 @@ func init() {
 	registerVirtual(defineVirtual("system_schema", "aggregates", []string{"keyspace_name"}, []string{"aggregate_name", "argument_types"},
 		"keyspace_name text", "aggregate_name text", "argument_types frozen<list<text>>", "final_func text",
 		"initcond text", "return_type text", "state_func text", "state_type text"), noRows)
+	// The roles and permissions, as Cassandra's CassandraRoleManager and
+	// CassandraAuthorizer keep them. salted_hash is always null: the hashes
+	// stay in etcd, and no client needs them.
+	registerVirtual(defineVirtual("system_auth", "roles", []string{"role"}, nil,
+		"role text", "can_login boolean", "is_superuser boolean", "member_of set<text>", "salted_hash text"), (*Executor).authRoleRows)
+	registerVirtual(defineVirtual("system_auth", "role_members", []string{"role"}, []string{"member"},
+		"role text", "member text"), (*Executor).authMemberRows)
+	registerVirtual(defineVirtual("system_auth", "role_permissions", []string{"role"}, []string{"resource"},
+		"role text", "resource text", "permissions set<text>"), (*Executor).authPermissionRows)
+	registerVirtual(defineVirtual("system_auth", "resource_role_permissons_index", []string{"resource"}, []string{"role"},
+		"resource text", "role text"), (*Executor).authResourceRows)
 }
 
 func noRows(*Executor, *selectPlan) ([]*qrow, error) { return nil, nil }
@@ -258,6 +270,8 @@ func (e *Executor) allKeyspaces() []*schema.Keyspace {
 	for _, name := range []string{"system", "system_schema"} {
 		out = append(out, &schema.Keyspace{Name: name, DurableWrites: true, Replication: map[string]string{"class": "org.apache.cassandra.locator.LocalStrategy"}})
 	}
+	out = append(out, &schema.Keyspace{Name: "system_auth", DurableWrites: true,
+		Replication: map[string]string{"class": "org.apache.cassandra.locator.SimpleStrategy", "replication_factor": "1"}})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -346,6 +360,63 @@ func (e *Executor) columnRows(p *selectPlan) ([]*qrow, error) {
 				out = append(out, r)
 			}
 		}
+	}
+	return out, nil
+}
+
+func (e *Executor) authRoleRows(p *selectPlan) ([]*qrow, error) {
+	st := e.authState()
+	var out []*qrow
+	for _, name := range st.RoleNames() {
+		r := st.Role(name)
+		vals := map[string]any{"role": name, "can_login": r.Login, "is_superuser": r.Superuser}
+		if len(r.MemberOf) > 0 {
+			vals["member_of"] = r.MemberOf
+		}
+		row, err := vrow(p.t, vals)
+		if err != nil {
+			return nil, ServerError("%v", err)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+func (e *Executor) authMemberRows(p *selectPlan) ([]*qrow, error) {
+	st := e.authState()
+	var out []*qrow
+	for _, name := range st.RoleNames() {
+		for _, m := range st.Members(name) {
+			row, err := vrow(p.t, map[string]any{"role": name, "member": m})
+			if err != nil {
+				return nil, ServerError("%v", err)
+			}
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+func (e *Executor) authPermissionRows(p *selectPlan) ([]*qrow, error) {
+	var out []*qrow
+	for _, g := range e.authState().Grants("", auth.Resource{}) {
+		row, err := vrow(p.t, map[string]any{"role": g.Role, "resource": g.Resource.Name(), "permissions": g.Permissions.Names()})
+		if err != nil {
+			return nil, ServerError("%v", err)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+func (e *Executor) authResourceRows(p *selectPlan) ([]*qrow, error) {
+	var out []*qrow
+	for _, g := range e.authState().Grants("", auth.Resource{}) {
+		row, err := vrow(p.t, map[string]any{"resource": g.Resource.Name(), "role": g.Role})
+		if err != nil {
+			return nil, ServerError("%v", err)
+		}
+		out = append(out, row)
 	}
 	return out, nil
 }

@@ -6,8 +6,10 @@ import "github.com/cosmosd/cosmosd/cqltype"
 // types *SelectStmt, *InsertStmt, *UpdateStmt, *DeleteStmt, *BatchStmt,
 // *UseStmt, *CreateKeyspaceStmt, *AlterKeyspaceStmt, *DropKeyspaceStmt,
 // *CreateTableStmt, *AlterTableStmt, *DropTableStmt, *TruncateStmt,
-// *CreateIndexStmt, *DropIndexStmt, *CreateTypeStmt, *DropTypeStmt and
-// *UnsupportedStmt.
+// *CreateIndexStmt, *DropIndexStmt, *CreateTypeStmt, *DropTypeStmt, the
+// role and permission statements (*CreateRoleStmt, *AlterRoleStmt,
+// *DropRoleStmt, *ListRolesStmt, *GrantRoleStmt, *GrantPermissionsStmt,
+// *ListPermissionsStmt) and *UnsupportedStmt.
 type Statement interface{ stmt() }
 
 // SelectStmt is SELECT [JSON] [DISTINCT] selectors FROM t [WHERE ...]
@@ -234,14 +236,14 @@ type DropTypeStmt struct {
 }
 
 // UnsupportedStmt is a statement that cosmosd recognises by its leading
-// keywords but does not implement (materialized views, roles, users,
-// functions, aggregates, triggers, permissions, ALTER TYPE, DESCRIBE). The
-// rest of its text is not parsed.
+// keywords but does not implement (materialized views, functions,
+// aggregates, triggers, LIST SUPERUSERS, ALTER TYPE, DESCRIBE). The rest of
+// its text is not parsed.
 type UnsupportedStmt struct {
 	// Text is the whole statement, trimmed of spaces and trailing ';'.
 	Text string
 	// What names the statement in upper case, e.g. "CREATE MATERIALIZED
-	// VIEW", "GRANT", "LIST ROLES".
+	// VIEW", "DESCRIBE".
 	What string
 }
 

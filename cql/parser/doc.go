@@ -5,11 +5,17 @@
 // following Cassandra's grammar (src/antlr/Parser.g, 3.11 with a few later
 // additions) for the statements cosmosd supports: SELECT, INSERT, UPDATE,
 // DELETE, BATCH, USE, TRUNCATE, CREATE/ALTER/DROP KEYSPACE, CREATE/ALTER/DROP
-// TABLE, CREATE/DROP INDEX and CREATE/DROP TYPE. Statements cosmosd does not
-// implement (materialized views, roles, users, functions, aggregates,
-// triggers, permissions, ALTER TYPE, DESCRIBE) are recognised by their
+// TABLE, CREATE/DROP INDEX, CREATE/DROP TYPE, and the role and permission
+// statements (CREATE/ALTER/DROP ROLE and USER, LIST ROLES and USERS,
+// GRANT/REVOKE of permissions and of roles, LIST PERMISSIONS). Statements
+// cosmosd does not implement (materialized views, functions, aggregates,
+// triggers, LIST SUPERUSERS, ALTER TYPE, DESCRIBE) are recognised by their
 // leading keywords and returned as *UnsupportedStmt, so the executor can
 // answer "not supported" instead of a syntax error.
+//
+// Secrets. A syntax error in CREATE or ALTER ROLE/USER never quotes a
+// string literal of the statement (it may be a password): they are shown
+// as '***'.
 //
 // The parser is pure: it knows no schema. Whether columns exist, whether a
 // term fits a column's type, primary-key restrictions and every other

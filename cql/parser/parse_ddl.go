@@ -16,6 +16,8 @@ func (p *parser) createStmt() (Statement, error) {
 		return p.createIndex()
 	case isKwTok(t, "type"):
 		return p.createType()
+	case isKwTok(t, "role") || isKwTok(t, "user"):
+		return p.createRole()
 	}
 	p.pos++
 	return nil, p.noViable()
@@ -31,6 +33,8 @@ func (p *parser) alterStmt() (Statement, error) {
 		return p.alterKeyspace()
 	case isKwTok(t, "table") || isKwTok(t, "columnfamily"):
 		return p.alterTable()
+	case isKwTok(t, "role") || isKwTok(t, "user"):
+		return p.alterRole()
 	}
 	p.pos++
 	return nil, p.noViable()
@@ -40,6 +44,9 @@ func (p *parser) alterStmt() (Statement, error) {
 func (p *parser) dropStmt() (Statement, error) {
 	if p.isUnsupported() {
 		return p.unsupported()
+	}
+	if t := p.peekN(1); isKwTok(t, "role") || isKwTok(t, "user") {
+		return p.dropRole()
 	}
 	p.pos++ // DROP
 	kind := p.peek()

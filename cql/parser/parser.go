@@ -84,14 +84,14 @@ func parseTokens(query string, toks []token) (Statement, error) {
 	st, err := p.statement()
 	if err != nil {
 		if se, ok := err.(*SyntaxError); ok && p.specErr != nil && after(p.specErr, se) {
-			return nil, p.specErr
+			return nil, redactSecrets(p.specErr, query, toks)
 		}
-		return nil, err
+		return nil, redactSecrets(err, query, toks)
 	}
 	for p.acceptPunct(";") {
 	}
 	if p.peek().kind != tEOF {
-		return nil, p.mismatch("EOF")
+		return nil, redactSecrets(p.mismatch("EOF"), query, toks)
 	}
 	return st, nil
 }
@@ -328,7 +328,14 @@ func (p *parser) statement() (Statement, error) {
 		return p.alterStmt()
 	case "drop":
 		return p.dropStmt()
-	case "grant", "revoke", "list", "describe", "desc":
+	case "grant", "revoke":
+		return p.grantOrRevoke()
+	case "list":
+		if p.isUnsupported() {
+			return p.unsupported()
+		}
+		return p.listStmt()
+	case "describe", "desc":
 		return p.unsupported()
 	}
 	return nil, p.noViable()
@@ -341,12 +348,6 @@ var unsupportedWhat = map[string]string{
 	"create materialized view":    "CREATE MATERIALIZED VIEW",
 	"alter materialized view":     "ALTER MATERIALIZED VIEW",
 	"drop materialized view":      "DROP MATERIALIZED VIEW",
-	"create role":                 "CREATE ROLE",
-	"alter role":                  "ALTER ROLE",
-	"drop role":                   "DROP ROLE",
-	"create user":                 "CREATE USER",
-	"alter user":                  "ALTER USER",
-	"drop user":                   "DROP USER",
 	"create function":             "CREATE FUNCTION",
 	"create or replace function":  "CREATE FUNCTION",
 	"drop function":               "DROP FUNCTION",
@@ -356,12 +357,7 @@ var unsupportedWhat = map[string]string{
 	"create trigger":              "CREATE TRIGGER",
 	"drop trigger":                "DROP TRIGGER",
 	"alter type":                  "ALTER TYPE",
-	"grant":                       "GRANT",
-	"revoke":                      "REVOKE",
-	"list roles":                  "LIST ROLES",
-	"list users":                  "LIST USERS",
 	"list superusers":             "LIST SUPERUSERS",
-	"list":                        "LIST PERMISSIONS",
 	"describe":                    "DESCRIBE",
 	"desc":                        "DESCRIBE",
 }

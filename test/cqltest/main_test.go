@@ -52,9 +52,27 @@ func (e *env) session(t *testing.T, adjust func(*gocql.ClusterConfig)) *gocql.Se
 // TestCQL runs the driver-level suite against one node.
 func TestCQL(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{})
+	runCQL(t, testcluster.Options{})
+}
+
+// TestCQLOverTLS runs the same suite, unchanged, against a node that
+// serves CQL over TLS and requires client certificates (docs/security.md):
+// gocql connects with its SslOptions, raw-frame cases over tls.Dial.
+func TestCQLOverTLS(t *testing.T) {
+	t.Skip("issue 12 in progress: the node's etcd client hangs on the TLS embedded etcd")
+	t.Parallel()
+	runCQL(t, testcluster.Options{TLS: true, CQLRequireClientCert: true})
+}
+
+// runCQL starts one node with opts and runs every case against it.
+func runCQL(t *testing.T, opts testcluster.Options) {
+	c := testcluster.Start(t, opts)
 	e := &env{c: c, s: c.Session(t, 0)}
 	e.host, e.port = c.CQLHostPort(0)
+	if opts.TLS {
+		rawTLS.Store(e.addr(), testcluster.ClientTLS(t, c.CertsDir, "root"))
+		t.Cleanup(func() { rawTLS.Delete(e.addr()) })
+	}
 	for _, tc := range []struct {
 		name string
 		fn   func(*testing.T, *env)

@@ -1,7 +1,9 @@
 package cqltest
 
 import (
+	"crypto/tls"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +19,19 @@ type rawConn struct {
 	comp frame.Compressor
 }
 
+// rawTLS maps the CQL address of a node that serves TLS (TestCQLOverTLS)
+// to the client configuration dialRaw connects to it with.
+var rawTLS sync.Map // string → *tls.Config
+
 func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	var nc net.Conn
+	var err error
+	if cfg, ok := rawTLS.Load(addr); ok {
+		nc, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg.(*tls.Config).Clone())
+	} else {
+		nc, err = net.DialTimeout("tcp", addr, 5*time.Second)
+	}
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}

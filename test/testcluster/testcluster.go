@@ -11,20 +11,25 @@ package testcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/gocql/gocql"
+	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/daemon"
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
+	"github.com/cosmosd/cosmosd/security"
 )
 
 // Options configures a test cluster.
@@ -35,6 +40,21 @@ type Options struct {
 	Consensus string
 	// Configure adjusts node i's configuration before it starts.
 	Configure func(i int, cfg *daemon.Config)
+	// TLS runs the cluster secure (docs/security.md): a CA, a node
+	// certificate for 127.0.0.1-127.0.0.9 and a client certificate
+	// "root" are made in CertsDir; every node serves TLS with mutual TLS
+	// between nodes, etcd serves TLS and requires client certificates,
+	// and the cluster's clients (Session, NewClusterConfig, Admin)
+	// present the root certificate.
+	TLS bool
+	// CQLRequireClientCert sets cql_require_client_cert (with TLS).
+	CQLRequireClientCert bool
+	// Password turns authentication on (authenticator password): the
+	// superuser role Superuser is created with this password on the
+	// first start, and the cluster's clients (Session, NewClusterConfig)
+	// log in as it. Passwords are hashed at bcrypt's lowest cost, as
+	// logins at the default cost take a second under the race detector.
+	Password string
 }
 
 // Cluster is a running test cluster.
@@ -46,7 +66,15 @@ type Cluster struct {
 	cfgs  []daemon.Config
 	dir   string
 	port  string
+	// CertsDir holds the certificates of a TLS cluster (Options.TLS).
+	CertsDir string
+	// passwordFile holds Options.Password for the nodes.
+	passwordFile string
 }
+
+// Superuser is the role the clients of a cluster with Options.Password
+// log in as.
+const Superuser = "cassandra"
 
 // Start starts a cluster and stops it when the test ends.
 func Start(t testing.TB, opts Options) *Cluster {
@@ -61,8 +89,21 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	c := &Cluster{t: t, opts: opts, dir: t.TempDir()}
+	if opts.Password != "" {
+		c.passwordFile = filepath.Join(c.dir, "superuser-password")
+		if err := os.WriteFile(c.passwordFile, []byte(opts.Password+"\n"), 0o600); err != nil {
+			t.Fatalf("superuser password file: %v", err)
+		}
+	}
+	ecfg := cluster.EmbeddedConfig{Dir: filepath.Join(c.dir, "etcd"), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true}
+	if opts.TLS {
+		c.CertsDir = filepath.Join(c.dir, "certs")
+		MakeCerts(t, c.CertsDir)
+		f := security.NodeFiles(c.CertsDir)
+		ecfg.TLS = &cluster.EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
+	}
 	var err error
-	c.Etcd, err = cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: filepath.Join(c.dir, "etcd"), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
+	c.Etcd, err = cluster.StartEmbedded(ecfg)
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
@@ -107,10 +148,53 @@ func (c *Cluster) nodeConfig(i int) daemon.Config {
 		MaxRequestsPerConnection: 2048,
 		RegistrationTTL:          2 * time.Second,
 	}
+	if c.opts.TLS {
+		// The test's etcd is external to the nodes: they reach it with
+		// etcd_*_file, the node certificate serving as client certificate.
+		f := security.NodeFiles(c.CertsDir)
+		cfg.CertsDir, cfg.CQLRequireClientCert = c.CertsDir, c.opts.CQLRequireClientCert
+		cfg.EtcdCAFile, cfg.EtcdCertFile, cfg.EtcdKeyFile = f.CA, f.Cert, f.Key
+	}
+	if c.passwordFile != "" {
+		cfg.Authenticator, cfg.Superuser, cfg.SuperuserPasswordFile = "password", Superuser, c.passwordFile
+		cfg.Knobs = &daemon.Knobs{PasswordHashCost: bcrypt.MinCost}
+	}
 	if c.opts.Configure != nil {
 		c.opts.Configure(i, &cfg)
 	}
 	return cfg
+}
+
+// MakeCerts makes, in dir, what `cosmosd cert` makes for a local test
+// cluster: a CA, a node certificate for localhost and 127.0.0.1-127.0.0.9,
+// and the client certificate "root".
+func MakeCerts(t testing.TB, dir string) {
+	t.Helper()
+	o := security.CertOptions{Dir: dir}
+	if _, err := security.CreateCA(o); err != nil {
+		t.Fatal(err)
+	}
+	var hosts []string
+	for i := 1; i <= 9; i++ {
+		hosts = append(hosts, fmt.Sprintf("127.0.0.%d", i))
+	}
+	if _, err := security.CreateNode(o, hosts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := security.CreateClient(o, "root"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ClientTLS returns a TLS configuration that presents client name's
+// certificate from dir and trusts its ca.crt, as cosmosctl does.
+func ClientTLS(t testing.TB, dir, name string) *tls.Config {
+	t.Helper()
+	r, err := security.NewReloader(security.ClientFiles(dir, name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ClientConfig(security.ClientOptions{})
 }
 
 func freePort(t testing.TB) string {
@@ -175,7 +259,11 @@ func (c *Cluster) AddNode() int {
 // Admin returns an admin API client on node i, closed when the test ends.
 func (c *Cluster) Admin(t testing.TB, i int) adminpb.AdminClient {
 	t.Helper()
-	cc, err := grpc.NewClient(c.Nodes[i].AdminAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if c.opts.TLS {
+		creds = credentials.NewTLS(ClientTLS(t, c.CertsDir, "root"))
+	}
+	cc, err := grpc.NewClient(c.Nodes[i].AdminAddr(), grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}
@@ -233,6 +321,13 @@ func (c *Cluster) NewClusterConfig(i int) *gocql.ClusterConfig {
 	cc.Timeout = 15 * time.Second
 	cc.ConnectTimeout = 10 * time.Second
 	cc.Consistency = gocql.Quorum
+	if c.opts.Password != "" {
+		cc.Authenticator = gocql.PasswordAuthenticator{Username: Superuser, Password: c.opts.Password}
+	}
+	if c.opts.TLS {
+		cc.SslOpts = &gocql.SslOptions{CaPath: filepath.Join(c.CertsDir, security.CAFile), EnableHostVerification: true,
+			CertPath: filepath.Join(c.CertsDir, security.ClientCertFile("root")), KeyPath: filepath.Join(c.CertsDir, security.ClientKeyFile("root"))}
+	}
 	return cc
 }
 
