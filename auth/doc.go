@@ -19,6 +19,15 @@
 // State to the next; the CQL server logs connections in through an
 // Authenticator.
 //
+// Logins. An Authenticator decodes the SASL PLAIN token, then checks the
+// password against the current State. Failures are rate-limited per client
+// address and per role name (a token bucket: DefaultFailureBurst failures,
+// then one attempt per DefaultFailureInterval); a throttled attempt is
+// refused without looking at the password, so it costs no bcrypt work.
+// Before refusing, the Authenticator asks for the roles to be refreshed
+// once (LoginConfig.Refresh), so a role created or a password changed
+// through another node a moment ago is found.
+//
 // Secrets. Passwords are kept only as bcrypt hashes (cost 10 by default, as
 // Cassandra), and a State never holds a clear password. Nothing in this
 // package logs or formats a password or a SASL token; login failures are

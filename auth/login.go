@@ -1,10 +1,14 @@
 package auth
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/time/rate"
@@ -26,6 +30,13 @@ type LoginConfig struct {
 	// DefaultHashCost): a login as a role that does not exist spends a
 	// comparison at that cost too.
 	HashCost int
+	// Refresh, when set, brings State up to date with the store of
+	// roles. A login about to be refused (bad credentials, or a role
+	// that may not log in) calls it and, if the roles changed, checks
+	// again: a role created, or a password changed, through another node
+	// a moment ago is found. Failures are rate-limited, which bounds
+	// what these calls cost.
+	Refresh func()
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -105,32 +116,78 @@ func (a *Authenticator) Login(client string, token []byte) (string, error) {
 		a.cfg.Logger.Warn("login refused", "client", client, "reason", "malformed credentials")
 		return "", &LoginError{Message: err.Error()}
 	}
+	// The role name comes from the client: it is logged, echoed and
+	// used as a rate-limit key only in a bounded form.
+	shown := displayName(user)
 	now := a.cfg.Now()
-	if wait, throttled := a.throttled(now, "client "+client); throttled {
-		a.cfg.Logger.Warn("login refused", "client", client, "role", user, "reason", "too many failed logins from the client")
+	clientKey, roleKey := "client "+client, limitKey(user)
+	if wait, throttled := a.throttled(now, clientKey); throttled {
+		a.cfg.Logger.Warn("login refused", "client", client, "role", shown, "reason", "too many failed logins from the client")
 		return "", &LoginError{Throttled: true,
 			Message: fmt.Sprintf("Too many failed login attempts from %s; retry in %s", client, wait)}
 	}
-	if wait, throttled := a.throttled(now, "role "+user); throttled {
-		a.cfg.Logger.Warn("login refused", "client", client, "role", user, "reason", "too many failed logins for the role")
+	if wait, throttled := a.throttled(now, roleKey); throttled {
+		a.cfg.Logger.Warn("login refused", "client", client, "role", shown, "reason", "too many failed logins for the role")
 		return "", &LoginError{Throttled: true,
-			Message: fmt.Sprintf("Too many failed login attempts for role %s; retry in %s", user, wait)}
+			Message: fmt.Sprintf("Too many failed login attempts for role %s; retry in %s", shown, wait)}
 	}
-	r := a.cfg.State().Role(user)
+	st := a.cfg.State()
+	r, ok := a.verify(st, user, password)
+	if (!ok || !r.Login) && a.cfg.Refresh != nil {
+		a.cfg.Refresh()
+		if fresh := a.cfg.State(); fresh != st {
+			r, ok = a.verify(fresh, user, password)
+		}
+	}
+	if !ok {
+		a.failed(now, clientKey, roleKey)
+		a.cfg.Logger.Warn("login failed", "client", client, "role", shown, "reason", "bad credentials")
+		return "", &LoginError{Message: fmt.Sprintf("Provided username %s and/or password are incorrect", shown)}
+	}
+	if !r.Login {
+		a.cfg.Logger.Warn("login refused", "client", client, "role", shown, "reason", "role may not log in")
+		return "", &LoginError{Message: fmt.Sprintf("%s is not permitted to log in", shown)}
+	}
+	return user, nil
+}
+
+// verify checks a password against the roles of st; it returns the role
+// when it matches.
+func (a *Authenticator) verify(st *State, user, password string) (*Role, bool) {
+	r := st.Role(user)
 	hash := ""
 	if r != nil {
 		hash = r.SaltedHash
 	}
-	if !checkPassword(hash, a.dummy(), password) {
-		a.failed(now, "client "+client, "role "+user)
-		a.cfg.Logger.Warn("login failed", "client", client, "role", user, "reason", "bad credentials")
-		return "", &LoginError{Message: fmt.Sprintf("Provided username %s and/or password are incorrect", user)}
+	return r, checkPassword(hash, a.dummy(), password)
+}
+
+// maxShownNameBytes bounds a role name from a login as logged and echoed:
+// the name is whatever the client sent, up to a frame's size.
+const maxShownNameBytes = 128
+
+// displayName returns a role name from a login for logs and messages, cut
+// to maxShownNameBytes (at a rune boundary) with an ellipsis.
+func displayName(name string) string {
+	if len(name) <= maxShownNameBytes {
+		return name
 	}
-	if !r.Login {
-		a.cfg.Logger.Warn("login refused", "client", client, "role", user, "reason", "role may not log in")
-		return "", &LoginError{Message: fmt.Sprintf("%s is not permitted to log in", user)}
+	cut := maxShownNameBytes
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
 	}
-	return user, nil
+	return name[:cut] + "…"
+}
+
+// limitKey is the rate-limit key of a role name: the name itself when
+// short, else a digest of it, so that the table of tracked keys stays
+// small whatever names clients send.
+func limitKey(name string) string {
+	if len(name) <= 64 && !strings.HasPrefix(name, "#") {
+		return "role " + name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "role #" + hex.EncodeToString(sum[:16])
 }
 
 // throttled reports whether key spent its burst of failures, and how long
@@ -146,8 +203,10 @@ func (a *Authenticator) throttled(now time.Time, key string) (time.Duration, boo
 	if tokens >= 1 {
 		return 0, false
 	}
+	// Rounded up, so that a client retrying after the wait it was told
+	// finds a token.
 	wait := time.Duration((1 - tokens) * float64(a.cfg.FailureInterval))
-	return wait.Round(time.Millisecond) + time.Millisecond, true
+	return (wait + time.Millisecond - 1).Truncate(time.Millisecond), true
 }
 
 // failed records a failed login against keys.

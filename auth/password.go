@@ -46,9 +46,13 @@ func HashPassword(password string, cost int) (string, error) {
 // dummy instead and reports false, so that a failed login takes as long
 // whatever the reason, and the time taken does not tell which role names
 // exist.
+//
+// A password longer than MaxPasswordBytes never matches: bcrypt compares
+// only its first 72 bytes, so without this check a stored password
+// followed by anything would log in too.
 func checkPassword(hash string, dummy []byte, password string) bool {
-	if hash == "" {
-		_ = bcrypt.CompareHashAndPassword(dummy, []byte(password))
+	if hash == "" || len(password) > MaxPasswordBytes {
+		_ = bcrypt.CompareHashAndPassword(dummy, []byte(password[:min(len(password), MaxPasswordBytes)]))
 		return false
 	}
 	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/cosmosd/cosmosd/security"
 )
 
 // EmbeddedConfig configures an etcd server run inside the cosmosd process,
@@ -122,7 +124,12 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	if t := cfg.TLS; t != nil {
-		info := transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile, ClientCertAuth: true}
+		// Only node certificates (CN "node", security.NodeCN): a client
+		// certificate of the same CA (an operator's, an application's)
+		// must not read or write the metadata, which holds the roles'
+		// password hashes and the whole placement.
+		info := transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile, ClientCertAuth: true,
+			AllowedCNs: []string{security.NodeCN}}
 		ec.ClientTLSInfo = info
 		ec.PeerTLSInfo = info
 	}

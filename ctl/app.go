@@ -2,7 +2,6 @@ package ctl
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc/credentials"
 
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 )
@@ -170,7 +170,7 @@ type options struct {
 	timeout     time.Duration
 	dialTimeout time.Duration
 	// tls is the admin connection's TLS (--certs-dir); nil: plaintext.
-	tls *tls.Config
+	tls credentials.TransportCredentials
 }
 
 // flagContext returns the context whose value of the common flag name

@@ -2,7 +2,6 @@ package ctl
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
@@ -56,10 +56,10 @@ type client struct {
 // dial connects to the first endpoint, in order, that completes a gRPC
 // handshake within dialTimeout. Calls through the client are bounded by
 // callTimeout.
-func dial(ctx context.Context, endpoints []string, dialTimeout, callTimeout time.Duration, tlsCfg *tls.Config) (*client, error) {
+func dial(ctx context.Context, endpoints []string, dialTimeout, callTimeout time.Duration, tlsCreds credentials.TransportCredentials) (*client, error) {
 	var reasons []string
 	for _, ep := range endpoints {
-		conn, err := dialOne(ctx, ep, dialTimeout, tlsCfg)
+		conn, err := dialOne(ctx, ep, dialTimeout, tlsCreds)
 		if err == nil {
 			return &client{conn: conn, endpoint: ep, timeout: callTimeout, admin: adminpb.NewAdminClient(conn)}, nil
 		}
@@ -118,13 +118,13 @@ func (r *dialRecorder) last() error {
 }
 
 // dialOne connects to one endpoint and waits until the connection is ready,
-// has failed, or dialTimeout has passed. tlsCfg nil dials plaintext.
-func dialOne(ctx context.Context, ep string, dialTimeout time.Duration, tlsCfg *tls.Config) (*grpc.ClientConn, error) {
+// has failed, or dialTimeout has passed. tlsCreds nil dials plaintext.
+func dialOne(ctx context.Context, ep string, dialTimeout time.Duration, tlsCreds credentials.TransportCredentials) (*grpc.ClientConn, error) {
 	rec := &dialRecorder{}
 	// passthrough: our dialer resolves the host, so a name that does not
 	// resolve fails with the resolver's reason.
 	conn, err := grpc.NewClient("passthrough:///"+ep,
-		grpc.WithTransportCredentials(newRecordingCreds(tlsCfg, rec)),
+		grpc.WithTransportCredentials(newRecordingCreds(tlsCreds, rec)),
 		grpc.WithContextDialer(rec.dial))
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func dialOne(ctx context.Context, ep string, dialTimeout time.Duration, tlsCfg *
 			if err := rec.last(); err != nil {
 				return nil, errors.New(dialReason(err))
 			}
-			return nil, errors.New(handshakeReason(rec.lastHandshake(), tlsCfg != nil))
+			return nil, errors.New(handshakeReason(rec.lastHandshake(), tlsCreds != nil))
 		}
 		if !conn.WaitForStateChange(ctx, st) {
 			_ = conn.Close()
@@ -150,7 +150,7 @@ func dialOne(ctx context.Context, ep string, dialTimeout time.Duration, tlsCfg *
 				return nil, errors.New(dialReason(err))
 			}
 			if err := rec.lastHandshake(); err != nil {
-				return nil, errors.New(handshakeReason(err, tlsCfg != nil))
+				return nil, errors.New(handshakeReason(err, tlsCreds != nil))
 			}
 			return nil, fmt.Errorf("no answer within %s", dialTimeout)
 		}

@@ -33,11 +33,12 @@ const (
 	DefaultUser = "root"
 )
 
-// clientTLS loads the TLS configuration of --certs-dir: ca.crt, and the
+// clientTLS loads the TLS credentials of --certs-dir: ca.crt, and the
 // client certificate of --user (explicit), else client.root.crt, else the
 // only client certificate in the directory. The server's certificate must
-// be signed by a CA of ca.crt and name the endpoint's host.
-func clientTLS(dir, user string, userSet bool) (*tls.Config, error) {
+// be signed by a CA of ca.crt and name the endpoint's host (a DNS name or
+// an IP address).
+func clientTLS(dir, user string, userSet bool) (credentials.TransportCredentials, error) {
 	if _, err := os.Stat(filepath.Join(dir, security.CAFile)); err != nil {
 		return nil, fmt.Errorf("--certs-dir %s: %w", dir, err)
 	}
@@ -56,7 +57,7 @@ func clientTLS(dir, user string, userSet bool) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.ClientConfig(security.ClientOptions{}), nil
+	return r.ClientCredentials(security.ClientOptions{}), nil
 }
 
 // pickUser chooses the client certificate when --user is not given.
@@ -89,11 +90,11 @@ type recordingCreds struct {
 	rec *dialRecorder
 }
 
-func newRecordingCreds(cfg *tls.Config, rec *dialRecorder) credentials.TransportCredentials {
-	if cfg == nil {
+func newRecordingCreds(creds credentials.TransportCredentials, rec *dialRecorder) credentials.TransportCredentials {
+	if creds == nil {
 		return recordingCreds{insecure.NewCredentials(), rec}
 	}
-	return recordingCreds{credentials.NewTLS(cfg), rec}
+	return recordingCreds{creds.Clone(), rec}
 }
 
 func (c recordingCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {

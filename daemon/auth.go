@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cosmosd/cosmosd/auth"
 	"github.com/cosmosd/cosmosd/cluster"
@@ -27,10 +30,24 @@ func (n *Node) startAuth(ctx context.Context) (*cluster.Roles, *auth.Authenticat
 	}
 	authn := auth.NewAuthenticator(auth.LoginConfig{
 		State:    func() *auth.State { return n.meta.State().Auth },
+		Refresh:  n.refreshRoles,
 		HashCost: passwordHashCost(n.cfg.Knobs),
 		Logger:   n.logger.With("component", "auth"),
 	})
 	return roles, authn, nil
+}
+
+// refreshRoles brings the node's metadata, roles included, up to etcd's
+// current revision; a login about to fail calls it (auth.LoginConfig
+// Refresh). An etcd error leaves the roles as they were.
+func (n *Node) refreshRoles() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := n.meta.Client().Get(ctx, n.meta.Prefix()+"auth/version", clientv3.WithCountOnly())
+	if err != nil {
+		return
+	}
+	_ = n.meta.WaitRevision(ctx, resp.Header.Revision)
 }
 
 // passwordHashCost is the bcrypt cost of the passwords the node sets.

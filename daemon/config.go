@@ -207,6 +207,10 @@ type Knobs struct {
 	// (the superuser's, CREATE/ALTER ROLE); 0 means auth.DefaultHashCost.
 	// Tests lower it: logins under the race detector are slow at cost 10.
 	PasswordHashCost int
+	// Logger, when set, replaces the process logger built from log_level
+	// and log_format (tests capture what a node logs, e.g. to check that
+	// no password is ever logged).
+	Logger *slog.Logger
 }
 
 // SetDefaults fills zero fields with their documented defaults.
@@ -434,6 +438,9 @@ func parseLevel(s string) (slog.Level, error) {
 
 // NewLogger builds the process logger from the config.
 func (c *Config) NewLogger() *slog.Logger {
+	if c.Knobs != nil && c.Knobs.Logger != nil {
+		return c.Knobs.Logger
+	}
 	lvl, _ := parseLevel(c.LogLevel)
 	opts := &slog.HandlerOptions{Level: lvl}
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)

@@ -215,11 +215,15 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	// 5s is the etcd server's default minimum ping interval.
 	etcdCtx, cancelEtcd := context.WithCancel(context.Background())
 	n.cancelEtcd = cancelEtcd
+	etcdOpts, etcdProbe := n.etcdDialOptions()
 	n.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
 		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop(), Context: etcdCtx,
-		TLS: n.etcdClientTLS()})
+		DialOptions: etcdOpts})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
+	}
+	if err := n.checkEtcd(ctx, endpoints, etcdProbe); err != nil {
+		return nil, err
 	}
 	// The store opens before the id is known: the id is bound to it
 	// (nodeid.go).

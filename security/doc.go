@@ -24,10 +24,13 @@
 //
 // A Reloader holds the current CA pool and certificate of one set of files
 // and re-reads them when their contents change (Run polls them) or when
-// asked (Reload, which the daemon calls on SIGHUP). Every tls.Config it
-// builds reads the current material per handshake (GetConfigForClient,
-// GetClientCertificate, and a verifier against the current pool), so new
-// connections use the new files while established ones continue. A set of
+// asked (Reload, which the daemon calls on SIGHUP). Servers (ServerConfig)
+// and gRPC clients (ClientCredentials) read the current material per
+// handshake (GetConfigForClient, GetClientCertificate, and a verifier
+// against the current pool and the host dialed), so new connections use
+// the new files while established ones continue. ClientConfig, for
+// clients that dial by themselves, presents the current certificate but
+// verifies servers against the CA bundle of the time it was called. A set of
 // files that does not load (a key that does not match its certificate, a
 // file half-copied by hand) is refused and the previous material stays in
 // use; the error is logged once per distinct content. Key material is

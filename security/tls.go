@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc/credentials"
 )
 
 // Files names the files of one TLS identity. CA is the bundle of trusted
@@ -92,10 +95,19 @@ func (r *Reloader) CAs() []*x509.Certificate { return slices.Clone(r.cur.Load().
 // connections. It returns the error that keeps the previous material in
 // use; unchanged files are not reloaded.
 func (r *Reloader) Reload() error {
-	return r.reload(true)
+	return r.reload(triggerRequest)
 }
 
-func (r *Reloader) reload(logUnchangedFailure bool) error {
+// What made a reload, in its log lines: an operator who sent SIGHUP sees
+// whether the signal or the file watch loaded the files.
+const (
+	triggerRequest    = "reload request"
+	triggerFileChange = "file change"
+)
+
+// reload loads the files when they changed. A failure is logged once per
+// content on file changes, at every request.
+func (r *Reloader) reload(trigger string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	raw, err := r.read()
@@ -108,15 +120,15 @@ func (r *Reloader) reload(logUnchangedFailure bool) error {
 		m, err = r.parse(raw)
 	}
 	if err != nil {
-		if sum != r.mu.sum || logUnchangedFailure {
-			r.logger.Warn("certificate reload failed; the previous certificates stay in use", "err", err)
+		if sum != r.mu.sum || trigger == triggerRequest {
+			r.logger.Warn("certificate reload failed; the previous certificates stay in use", "trigger", trigger, "err", err)
 		}
 		r.mu.sum = sum
 		return err
 	}
 	r.mu.sum = sum
 	r.cur.Store(m)
-	attrs := []any{"ca_certs", len(m.cas)}
+	attrs := []any{"trigger", trigger, "ca_certs", len(m.cas)}
 	if m.leaf != nil {
 		attrs = append(attrs, "serial", SerialString(m.leaf), "not_after", m.leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
@@ -137,7 +149,7 @@ func (r *Reloader) Run(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = r.reload(false)
+			_ = r.reload(triggerFileChange)
 		}
 	}
 }
@@ -285,36 +297,115 @@ type ClientOptions struct {
 	NextProtos []string
 }
 
-// ClientConfig returns a client configuration that presents the current
-// certificate (when the files have one) and verifies the server against
-// the current CA bundle and the name dialed, both read at each handshake.
+// ClientConfig returns a configuration for a client that dials by itself
+// (tls.Dial, a driver): it presents the current certificate (when the
+// files have one), read at each handshake, and verifies the server with
+// the standard verification against the CA bundle as it is now and the
+// name dialed. The bundle is fixed at this call: the standard verification
+// is the only place that sees the name dialed (a VerifyConnection callback
+// does not when it is an IP address: no SNI is sent), so a long-lived
+// client that must follow CA bundle reloads uses ClientCredentials.
 func (r *Reloader) ClientConfig(o ClientOptions) *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		ServerName: o.ServerName,
-		NextProtos: slices.Clone(o.NextProtos),
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			if m := r.cur.Load(); m.cert != nil {
-				return m.cert, nil
+	c := &tls.Config{
+		MinVersion:           tls.VersionTLS12,
+		ServerName:           o.ServerName,
+		NextProtos:           slices.Clone(o.NextProtos),
+		RootCAs:              r.cur.Load().pool,
+		GetClientCertificate: r.clientCertificate,
+	}
+	if o.RequireNode {
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("security: the server presented no certificate")
 			}
-			return &tls.Certificate{}, nil // none: the server decides
-		},
+			return checkNode(cs.PeerCertificates[0])
+		}
+	}
+	return c
+}
+
+// ClientCredentials returns gRPC transport credentials that build a fresh
+// client configuration for each handshake: the current certificate, and
+// the server verified against the current CA bundle and the host of the
+// address dialed (o.ServerName when set). The router, the raft transport,
+// the etcd client and cosmosctl dial with these.
+func (r *Reloader) ClientCredentials(o ClientOptions) credentials.TransportCredentials {
+	o.NextProtos = slices.Clone(o.NextProtos)
+	return &clientCreds{r: r, o: o}
+}
+
+type clientCreds struct {
+	r *Reloader
+	o ClientOptions
+}
+
+func (c *clientCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	name := c.o.ServerName
+	if name == "" {
+		name = authority
+		if host, _, err := net.SplitHostPort(authority); err == nil {
+			name = host
+		}
+	}
+	return credentials.NewTLS(c.r.handshakeConfig(c.o, name)).ClientHandshake(ctx, authority, raw)
+}
+
+func (c *clientCreds) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("security: client credentials cannot accept connections")
+}
+
+func (c *clientCreds) Info() credentials.ProtocolInfo {
+	return credentials.ProtocolInfo{SecurityProtocol: "tls"}
+}
+
+func (c *clientCreds) Clone() credentials.TransportCredentials {
+	o := c.o
+	o.NextProtos = slices.Clone(o.NextProtos)
+	return &clientCreds{r: c.r, o: o}
+}
+
+// OverrideServerName is part of credentials.TransportCredentials.
+func (c *clientCreds) OverrideServerName(name string) error {
+	c.o.ServerName = name
+	return nil
+}
+
+// handshakeConfig is the configuration of one client handshake with a
+// server that must carry serverName (a DNS name or an IP address).
+func (r *Reloader) handshakeConfig(o ClientOptions, serverName string) *tls.Config {
+	return &tls.Config{
+		MinVersion:           tls.VersionTLS12,
+		ServerName:           serverName,
+		NextProtos:           slices.Clone(o.NextProtos),
+		GetClientCertificate: r.clientCertificate,
 		// The standard verification reads a fixed RootCAs; this one reads
 		// the current bundle. VerifyConnection runs on every handshake,
 		// resumed ones included, so skipping the built-in check loses
 		// nothing.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return r.verifyServer(cs, o.RequireNode)
+			return r.verifyServer(cs, serverName, o.RequireNode)
 		},
 	}
 }
 
-func (r *Reloader) verifyServer(cs tls.ConnectionState, requireNode bool) error {
+// clientCertificate is a client's GetClientCertificate: the current
+// certificate, or none (the server decides whether that will do).
+func (r *Reloader) clientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	if m := r.cur.Load(); m.cert != nil {
+		return m.cert, nil
+	}
+	return &tls.Certificate{}, nil
+}
+
+// verifyServer verifies a server's chain against the current bundle and
+// serverName. The name comes from the caller, not cs.ServerName: a client
+// leaves that empty when it dials an IP address.
+func (r *Reloader) verifyServer(cs tls.ConnectionState, serverName string, requireNode bool) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("security: the server presented no certificate")
 	}
-	if cs.ServerName == "" {
+	if serverName == "" {
 		return errors.New("security: no server name to verify the server's certificate against")
 	}
 	inter := x509.NewCertPool()
@@ -322,7 +413,8 @@ func (r *Reloader) verifyServer(cs tls.ConnectionState, requireNode bool) error 
 		inter.AddCert(c)
 	}
 	leaf := cs.PeerCertificates[0]
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: r.cur.Load().pool, Intermediates: inter, DNSName: cs.ServerName,
+	// DNSName checks the IP SANs when serverName is an IP address.
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: r.cur.Load().pool, Intermediates: inter, DNSName: serverName,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 		return fmt.Errorf("security: server certificate: %w", err)
 	}

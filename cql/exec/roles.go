@@ -25,6 +25,12 @@ import (
 // roleCaller returns the role running a role statement. Without an
 // authenticator every session is anonymous, and Cassandra refuses these
 // statements to anonymous sessions.
+//
+// It also brings the roles in memory up to etcd's current revision: the
+// statement's checks and listings read them, and a client that created a
+// role through one node and grants it through another (drivers spread
+// requests over the nodes) must find it. Role statements are rare and
+// write to etcd anyway; the round trip does not touch the data path.
 func (e *Executor) roleCaller(sess *Session) (string, error) {
 	if !e.cfg.RequireAuth || e.cfg.Roles == nil {
 		return "", notAnonymous()
@@ -33,6 +39,9 @@ func (e *Executor) roleCaller(sess *Session) (string, error) {
 	if user == "" {
 		return "", newErr(CodeUnauthorized, "You have not logged in")
 	}
+	// On failure the checks run on the roles as they are; the change
+	// itself is checked again against the stored roles.
+	e.catchUp()
 	return user, nil
 }
 

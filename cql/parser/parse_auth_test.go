@@ -89,6 +89,14 @@ func TestSyntaxErrorsRedactPasswords(t *testing.T) {
 		"CREATE USER u WITH PASSWORD = 's3cret-pw'",
 		"ALTER USER u WITH PASSWORD 's3cret-pw' 's3cret-pw'",
 		"CREATE ROLE r WITH PASSWORD = 's3cret-pw' AND",
+		"CREATE ROLE r WITH PASSWORD = 's3cret-pw",                 // unterminated
+		"CREATE ROLE r WITH PASSWORD = $$s3cret-pw$$ LOGIN",        // dollar-quoted
+		"CREATE ROLE r WITH PASSWORD = 's3cret''pw' AND LOGIN = 1", // doubled quote
+		"create role r with password 's3cret-pw' and login = true", // lower case
+		"CREATE ROLE r WITH LOGIN = true AND PASSWORD = 's3cret-pw' garbage",
+		"CREATE ROLE r WITH PASSWORD = 's3cret-pw' AND PASSWORD = 's3cret-pw'",
+		"ALTER ROLE r WITH PASSWORD = 's3cret-pw' AND OPTIONS = {'s3cret-pw': 1",
+		"CREATE ROLE r WITH PASSWORD = 's3cret-pw'; SELECT",
 	} {
 		_, err := Parse(q)
 		if err == nil {

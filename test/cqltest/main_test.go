@@ -30,6 +30,10 @@ type env struct {
 	s    *gocql.Session
 	host string
 	port int
+	// superuser is set when the node requires a login (Options.Password)
+	// and the sessions are logged in as the superuser; otherwise every
+	// session is anonymous (authenticator allow-all).
+	superuser bool
 }
 
 func (e *env) addr() string { return fmt.Sprintf("%s:%d", e.host, e.port) }
@@ -59,7 +63,6 @@ func TestCQL(t *testing.T) {
 // serves CQL over TLS and requires client certificates (docs/security.md):
 // gocql connects with its SslOptions, raw-frame cases over tls.Dial.
 func TestCQLOverTLS(t *testing.T) {
-	t.Skip("issue 12 in progress: the node's etcd client hangs on the TLS embedded etcd")
 	t.Parallel()
 	runCQL(t, testcluster.Options{TLS: true, CQLRequireClientCert: true})
 }
@@ -72,6 +75,11 @@ func runCQL(t *testing.T, opts testcluster.Options) {
 	if opts.TLS {
 		rawTLS.Store(e.addr(), testcluster.ClientTLS(t, c.CertsDir, "root"))
 		t.Cleanup(func() { rawTLS.Delete(e.addr()) })
+	}
+	if opts.Password != "" {
+		e.superuser = true
+		rawAuth.Store(e.addr(), []byte("\x00"+testcluster.Superuser+"\x00"+opts.Password))
+		t.Cleanup(func() { rawAuth.Delete(e.addr()) })
 	}
 	for _, tc := range []struct {
 		name string

@@ -23,6 +23,11 @@ type rawConn struct {
 // to the client configuration dialRaw connects to it with.
 var rawTLS sync.Map // string → *tls.Config
 
+// rawAuth maps the CQL address of a node that requires a login
+// (TestCQLWithPassword) to the SASL PLAIN token startup answers its
+// AUTHENTICATE with.
+var rawAuth sync.Map // string → []byte
+
 func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
 	var nc net.Conn
@@ -49,8 +54,19 @@ func (c *rawConn) startup(compression string) {
 	if compression != "" {
 		opts["COMPRESSION"] = compression
 	}
-	if r, ok := c.roundTrip(&frame.Startup{Options: opts}).(*frame.Ready); !ok {
-		c.t.Fatalf("STARTUP: %#v, want READY", r)
+	resp := c.roundTrip(&frame.Startup{Options: opts})
+	if a, ok := resp.(*frame.Authenticate); ok {
+		cred, ok := rawAuth.Load(c.nc.RemoteAddr().String())
+		if !ok {
+			c.t.Fatalf("STARTUP: AUTHENTICATE %s from a node without credentials in rawAuth", a.Authenticator)
+		}
+		if r, ok := c.roundTrip(&frame.AuthResponse{Token: cred.([]byte)}).(*frame.AuthSuccess); !ok {
+			c.t.Fatalf("AUTH_RESPONSE: %#v, want AUTH_SUCCESS", r)
+		}
+		return
+	}
+	if _, ok := resp.(*frame.Ready); !ok {
+		c.t.Fatalf("STARTUP: %#v, want READY", resp)
 	}
 }
 

@@ -5,8 +5,11 @@ protocol negotiation, read schema metadata, use prepared statements with
 routing keys, page, use the token map, LWTs, batches, every type, and map
 errors to the driver's exceptions.
 
-Usage: test_driver.py --host H --port P. Exits non-zero on the first
-failure, printing which check failed.
+Usage: test_driver.py --host H --port P [--user U --password PW]
+[--ca CA --cert CRT --key KEY]. With --user the driver logs in with its
+PlainTextAuthProvider; with --ca it connects over TLS, trusting CA and
+checking the node's name, and presents CRT/KEY when given. Exits non-zero
+on the first failure, printing which check failed.
 """
 
 import argparse
@@ -14,11 +17,13 @@ import datetime
 import decimal
 import logging
 import math
+import ssl
 import sys
 import traceback
 import uuid
 
 from cassandra import AlreadyExists, InvalidRequest, ProtocolVersion
+from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 from cassandra.protocol import SyntaxException
@@ -71,18 +76,29 @@ def expect_error(session, query, exc_type, fragment=""):
 
 
 class Suite:
-    def __init__(self, host, port):
+    def __init__(self, host, port, user=None, password=None, ca=None, cert=None, key=None):
         self.host, self.port = host, port
         self.cluster = None
         self.session = None
+        # Options every connection of the suite uses: a login and TLS,
+        # when given.
+        self.secure = {}
+        if user is not None:
+            self.secure["auth_provider"] = PlainTextAuthProvider(username=user, password=password)
+        if ca is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.load_verify_locations(ca)
+            if cert is not None:
+                ctx.load_cert_chain(cert, key)
+            self.secure["ssl_context"] = ctx
 
     def connect(self, **kw):
         profile = ExecutionProfile(
             load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
             row_factory=dict_factory,
             request_timeout=20)
-        cluster = Cluster([self.host], port=self.port, connect_timeout=10,
-                          execution_profiles={EXEC_PROFILE_DEFAULT: profile}, **kw)
+        cluster = Cluster([self.host], port=self.port, connect_timeout=30, control_connection_timeout=30,
+                          execution_profiles={EXEC_PROFILE_DEFAULT: profile}, **self.secure, **kw)
         return cluster, cluster.connect()
 
     # --- connection and negotiation -------------------------------------
@@ -331,8 +347,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", required=True)
     ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--user", help="log in as this role (PlainTextAuthProvider)")
+    ap.add_argument("--password", help="the role's password")
+    ap.add_argument("--ca", help="connect over TLS, trusting this CA certificate")
+    ap.add_argument("--cert", help="client certificate to present over TLS")
+    ap.add_argument("--key", help="the client certificate's key")
     args = ap.parse_args()
-    return Suite(args.host, args.port).run()
+    if (args.user is None) != (args.password is None):
+        ap.error("--user and --password go together")
+    if (args.cert is None) != (args.key is None) or (args.cert is not None and args.ca is None):
+        ap.error("--cert and --key go together, with --ca")
+    return Suite(args.host, args.port, args.user, args.password, args.ca, args.cert, args.key).run()
 
 
 if __name__ == "__main__":
