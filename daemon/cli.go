@@ -186,6 +186,14 @@ const defaultStopTimeout = 30 * time.Second
 func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	// SIGHUP re-reads the certificate files (docs/security.md). It is
+	// caught before the start, which takes seconds: a SIGHUP then (a
+	// deployment that rotates certificates as it starts nodes) must not
+	// kill the process, SIGHUP's default action; it is acted on once
+	// started.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	s, err := start(ctx)
 	if err != nil {
 		return err
@@ -194,13 +202,11 @@ func runUntilSignal(start func(ctx context.Context) (stopper, error)) error {
 	if f, ok := s.(interface{ Fatal() <-chan error }); ok {
 		fatal = f.Fatal()
 	}
-	// SIGHUP re-reads the certificate files (docs/security.md).
-	var hup chan os.Signal
 	reloader, canReload := s.(interface{ ReloadCertificates() error })
-	if canReload {
-		hup = make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
+	if !canReload {
+		// Nothing to reload (cosmosd etcd): SIGHUP's default again.
+		signal.Stop(hup)
+		hup = nil
 	}
 	var cause error
 wait:
