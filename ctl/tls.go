@@ -118,7 +118,9 @@ type readRecorder struct {
 
 func (r *readRecorder) Read(p []byte) (int, error) {
 	n, err := r.Conn.Read(p)
-	if err != nil {
+	// A read that fails because gRPC closed the connection (its write of
+	// the preface failed first) says nothing about why.
+	if err != nil && !errors.Is(err, net.ErrClosed) {
 		r.rec.setHandshake(err)
 	}
 	return n, err
@@ -127,9 +129,15 @@ func (r *readRecorder) Read(p []byte) (int, error) {
 // handshakeReason explains a connection that opened but failed before
 // gRPC was ready, from the error recorded (nil: none).
 func handshakeReason(err error, secure bool) string {
+	// With TLS 1.3 a server refuses a client certificate after the
+	// client's handshake completed, in an alert; when the client's first
+	// write meets the closed socket before it reads the alert, the reset
+	// discards it and only the close is left.
+	const refusedAfter = "the endpoint closed the connection right after the TLS handshake: it refused the client certificate " +
+		"(not signed by the cluster CA, or not one of the node's admin_users?) or is not an admin endpoint"
 	if err == nil {
 		if secure {
-			return "connected, but the TLS or gRPC handshake failed (not an admin endpoint?)"
+			return refusedAfter
 		}
 		return "connected, but the gRPC handshake failed (not an admin endpoint, or it requires TLS: --certs-dir)"
 	}
@@ -139,13 +147,15 @@ func handshakeReason(err error, secure bool) string {
 	case strings.Contains(msg, "certificate required"):
 		return "the endpoint requires a client certificate of the cluster CA (" + msg + ")"
 	case strings.Contains(msg, "bad certificate") || strings.Contains(msg, "unknown certificate authority"):
-		return "the endpoint refused the client certificate: not signed by the cluster CA? (" + msg + ")"
+		return "the endpoint refused the client certificate: not signed by the cluster CA, or not one of the node's admin_users? (" + msg + ")"
 	case errors.As(err, &rec):
 		return "the endpoint does not speak TLS (" + msg + "); leave out --certs-dir?"
 	case strings.Contains(msg, "remote error"):
 		return "TLS refused: " + msg
 	case strings.Contains(msg, "security: server certificate"):
 		return "the endpoint's certificate is not trusted: " + msg
+	case secure && (errors.Is(err, io.EOF) || strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe")):
+		return refusedAfter
 	case !secure && (errors.Is(err, io.EOF) || strings.Contains(msg, "connection reset")):
 		return "the endpoint closed the connection during the handshake: it requires TLS (--certs-dir, or " + CertsDirEnv + ")"
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cosmosd/cosmosd/daemon"
 	"github.com/cosmosd/cosmosd/security"
 	"github.com/cosmosd/cosmosd/test/testcluster"
 )
@@ -40,11 +41,17 @@ func readAll(t *testing.T, path string) []byte {
 // with --certs-dir (before or after the command) or COSMOSCTL_CERTS_DIR,
 // and refuses anyone else with one line that says why.
 func TestAgainstSecureNode(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{TLS: true})
+	// alice is an administrator besides root; app has a certificate of
+	// the cluster CA (for CQL) but is not one.
+	c := testcluster.Start(t, testcluster.Options{TLS: true, Configure: func(_ int, cfg *daemon.Config) {
+		cfg.AdminUsers = []string{"root", "alice"}
+	}})
 	ep := c.Nodes[0].AdminAddr()
 	certs := c.CertsDir
-	if _, err := security.CreateClient(security.CertOptions{Dir: certs}, "alice"); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"alice", "app"} {
+		if _, err := security.CreateClient(security.CertOptions{Dir: certs}, name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	listed := func(t *testing.T, out string) {
 		t.Helper()
@@ -99,8 +106,12 @@ func TestAgainstSecureNode(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(mixed, security.CAFile), bundle, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		fails(t, nil, `^cosmosctl: cannot reach any endpoint \(`+ep+`\): the endpoint refused the client certificate: not signed by the cluster CA\? \(remote error: tls: `,
+		fails(t, nil, `^cosmosctl: cannot reach any endpoint \(`+ep+`\): (the endpoint refused the client certificate: not signed by the cluster CA, or not one of the node's admin_users\? \(remote error: tls: |the endpoint closed the connection right after the TLS handshake: it refused the client certificate)`,
 			"--endpoints", ep, "--certs-dir", mixed, "nodes", "list")
+	})
+	t.Run("not an admin user", func(t *testing.T) {
+		fails(t, nil, `^cosmosctl: cannot reach any endpoint \(`+ep+`\): (the endpoint refused the client certificate: not signed by the cluster CA, or not one of the node's admin_users\? \(remote error: tls: |the endpoint closed the connection right after the TLS handshake: it refused the client certificate)`,
+			"--endpoints", ep, "--certs-dir", certs, "--user", "app", "nodes", "list")
 	})
 	// The refusals left the node serving.
 	var nodes []map[string]any

@@ -58,6 +58,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "superuser", Usage: "superuser role created on the first start with --authenticator password (default cassandra)"},
 		&cli.StringFlag{Name: "superuser-password-file", Usage: "file holding the superuser's password, read when no role exists yet (required then)"},
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (`cosmosd cert`): TLS on every listener, mutual TLS between nodes (default empty: insecure)"},
+		&cli.StringFlag{Name: "admin-users", Usage: "comma-separated client certificate names the admin API accepts with --certs-dir (default root)"},
 		&cli.BoolFlag{Name: "cql-require-client-cert", Usage: "CQL clients must present a certificate of the cluster CA (needs --certs-dir)"},
 		&cli.StringFlag{Name: "etcd-ca-file", Usage: "CA bundle of an external etcd's server certificate (turns etcd TLS on)"},
 		&cli.StringFlag{Name: "etcd-cert-file", Usage: "client certificate presented to an external etcd"},
@@ -89,6 +90,14 @@ func configFrom(c *cli.Context) (Config, error) {
 	}
 	if !c.IsSet("http-addr") && cfg.HTTPAddr == "" && c.String("config") == "" {
 		cfg.HTTPAddr = ":8080"
+	}
+	if c.IsSet("admin-users") {
+		cfg.AdminUsers = nil
+		for _, u := range strings.Split(c.String("admin-users"), ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				cfg.AdminUsers = append(cfg.AdminUsers, u)
+			}
+		}
 	}
 	if c.IsSet("etcd-endpoints") {
 		cfg.EtcdEndpoints = nil

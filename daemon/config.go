@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cosmosd/cosmosd/consensus/raft"
+	"github.com/cosmosd/cosmosd/security"
 )
 
 // Config is the whole configuration of one cosmosd node. It is filled from
@@ -59,6 +60,12 @@ type Config struct {
 	// cluster CA (drivers' SSL options with a client certificate). Needs
 	// certs_dir. Default false: a certificate is verified when given.
 	CQLRequireClientCert bool `yaml:"cql_require_client_cert"`
+	// AdminUsers are the client certificates (their names: `cosmosd cert
+	// create-client NAME`) the admin API accepts when certs_dir is set.
+	// Other certificates of the cluster CA (an application's, for CQL)
+	// are refused: holding one must not make its holder an
+	// administrator. Default [root].
+	AdminUsers []string `yaml:"admin_users"`
 	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to
 	// an external etcd (etcd_endpoints): the CA bundle that signed etcd's
 	// server certificate (empty: the system's roots) and the client
@@ -303,6 +310,9 @@ func (c *Config) SetDefaults() {
 	if c.RegistrationTTL == 0 {
 		c.RegistrationTTL = 15 * time.Second
 	}
+	if len(c.AdminUsers) == 0 {
+		c.AdminUsers = []string{"root"}
+	}
 	def(&c.Authenticator, "allow-all")
 	def(&c.Superuser, "cassandra")
 }
@@ -318,6 +328,11 @@ func (c *Config) Validate() error {
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs = append(errs, fmt.Errorf("http_addr %q: %w", c.HTTPAddr, err))
+		}
+	}
+	for _, u := range c.AdminUsers {
+		if u == "" || u == security.NodeCN {
+			errs = append(errs, fmt.Errorf("admin_users: %q is not a client certificate name", u))
 		}
 	}
 	if c.CQLRequireClientCert && c.CertsDir == "" {

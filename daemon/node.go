@@ -488,7 +488,10 @@ func (n *Node) startHTTP() {
 	mux.HandleFunc("/debug/pprof/profile", n.requireClientCert(pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", n.requireClientCert(pprof.Symbol))
 	mux.HandleFunc("/debug/pprof/trace", n.requireClientCert(pprof.Trace))
-	n.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Its own errors (failed TLS handshakes of scanners and plaintext
+	// clients) go to the node's log, not to the standard logger.
+	n.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(n.logger.With("component", "http").Handler(), slog.LevelWarn)}
 	n.serveBG("http", func() error { return n.httpSrv.Serve(n.httpLn) })
 }
 

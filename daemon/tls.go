@@ -151,7 +151,7 @@ func (n *Node) adminServerCreds() []grpc.ServerOption {
 		return nil
 	}
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(n.certs.ServerConfig(security.ServerOptions{
-		ClientAuth: tls.RequireAndVerifyClientCert, NextProtos: []string{"h2"}})))}
+		ClientAuth: tls.RequireAndVerifyClientCert, AllowedClients: n.cfg.AdminUsers, NextProtos: []string{"h2"}})))}
 }
 
 // peerDialCreds are what the router and the raft transport dial peers

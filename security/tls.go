@@ -243,6 +243,10 @@ type ServerOptions struct {
 	// RequireNode accepts only node certificates (NodeCN, server and
 	// client use) from clients: the internode server.
 	RequireNode bool
+	// AllowedClients, when not empty, accepts only client certificates
+	// whose common name is one of them (the admin API: administrators'
+	// certificates, not every application's that holds one for CQL).
+	AllowedClients []string
 	// NextProtos are the ALPN protocols ("h2" for gRPC).
 	NextProtos []string
 }
@@ -268,6 +272,17 @@ func (r *Reloader) ServerConfig(o ServerOptions) *tls.Config {
 					return errors.New("security: a node certificate is required")
 				}
 				return checkNode(cs.PeerCertificates[0])
+			}
+		}
+		if len(o.AllowedClients) > 0 {
+			c.VerifyConnection = func(cs tls.ConnectionState) error {
+				if len(cs.PeerCertificates) == 0 {
+					return errors.New("security: a client certificate is required")
+				}
+				if cn := cs.PeerCertificates[0].Subject.CommonName; !slices.Contains(o.AllowedClients, cn) {
+					return fmt.Errorf("security: client certificate %q is not one of the allowed users %v", cn, o.AllowedClients)
+				}
+				return nil
 			}
 		}
 		return c
