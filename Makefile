@@ -16,6 +16,9 @@ DATA_DIR ?= ./cosmosd-data
 TEST_TIMEOUT ?= 30m
 # E2E_TIMEOUT bounds the container failure tests (about 5 minutes on 2 cores).
 E2E_TIMEOUT ?= 20m
+# E2E_ANSIBLE_TIMEOUT bounds the Ansible suite (about 15 minutes on 2 idle cores;
+# 33 under a load average of 15).
+E2E_ANSIBLE_TIMEOUT ?= 45m
 # NEMESIS_DURATION is the fault phase of `make nemesis` (test/nemesis);
 # make test runs it with NEMESIS_SHORT (about 5 minutes in all on 2 cores).
 NEMESIS_DURATION ?= 10m
@@ -74,7 +77,7 @@ e2e-clean:
 # alone, after the other tests, and skips with the reason when Docker is
 # missing.
 e2e-ansible: deps
-	$(GO) test -v -count=1 -timeout 30m ./test/e2e-ansible/
+	$(GO) test -v -count=1 -timeout $(E2E_ANSIBLE_TIMEOUT) ./test/e2e-ansible/
 
 test-unit:
 	$(GO) test -short -timeout 10m ./...

@@ -38,6 +38,10 @@ type Cluster struct {
 	ctlPath string      // the host's cosmosctl
 	runs    int         // playbook runs so far, to number their logs
 	gocql   *log.Logger // the driver's log, in the log directory
+	// secrets is where the roles keep the cluster's CA, cosmosctl's client
+	// certificate and the generated superuser password on the controller:
+	// next to the inventory (secure_test.go).
+	secrets string
 	Hosts   []*Host
 }
 
@@ -190,7 +194,7 @@ func (c *Cluster) session(t *testing.T, hosts ...*Host) *gocql.Session {
 	for _, h := range hosts {
 		ips = append(ips, h.IP)
 	}
-	cc := blackbox.ClusterConfig(c.gocql, ips...)
+	cc := c.secureCQL(t, blackbox.ClusterConfig(c.gocql, ips...))
 	if len(hosts) == 1 {
 		cc.HostFilter = gocql.WhiteListHostFilter(hosts[0].IP)
 	}

@@ -43,6 +43,15 @@
 //     lists five nodes up and the ring shows 4 healthy replicas for every
 //     partition of a table provisioned for 3 partitions; the partitioning
 //     article's seed scenario passes through gocql on every node.
+//   - the cluster is secure with the roles' defaults: the CA and the
+//     generated superuser password stay on the controller next to the
+//     inventory (0600) and appear in no playbook output; keys on the hosts
+//     are 0600 and owned by their service; CQL refuses a plaintext client
+//     and a TLS client without the password; the HTTP port serves HTTPS
+//     only; the host's cosmosctl needs the client certificate, and
+//     cosmosctl in a login shell on a host works through the role's
+//     /etc/profile.d/cosmosctl.sh. The test's clients use TLS and the
+//     generated password, as an application would.
 //   - rolling-restart.yml upgrades the package (a repacked .deb of a higher
 //     version) and restarts the nodes one at a time while a writer inserts
 //     idempotent rows at QUORUM: zero failed writes, every acknowledged row
@@ -54,6 +63,10 @@
 //     down at once), again under a writer with zero failed operations.
 //   - a second site.yml run changes nothing (changed=0 on every host in the
 //     PLAY RECAP).
+//   - site.yml with cosmosd_cert_rotate=true re-issues every host's
+//     certificate (cosmosd's and etcd's); each node reloads it (SIGHUP,
+//     logged) without a restart, and new TLS sessions on every node and
+//     cosmosctl with the new client certificate work.
 //   - decommission.yml moves a node's replicas away (under a writer),
 //     stops its service, and changes nothing when run again.
 //   - add-node.yml adds a sixth host, which receives replicas (under a

@@ -2,7 +2,10 @@ package e2eansible
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -123,5 +126,57 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHealthCheckSecure runs cosmosd-health as the roles do on a secure
+// cluster: --certs-dir goes to cosmosctl, and an https /readyz is verified
+// against the directory's ca.crt (and fails without it).
+func TestHealthCheckSecure(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("needs python3")
+	}
+	root, err := dockertest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(root, "deploy", "ansible", "roles", "cosmosd", "files", "cosmosd-health")
+	dir := t.TempDir()
+	certs := filepath.Join(dir, "certs")
+	if err := os.Mkdir(certs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	// The run without the CA fails the handshake on purpose: no log of it.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(certs, "ca.crt"), caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeJSON(t, filepath.Join(dir, "nodes.json"), []map[string]any{{"id": 1, "name": "node-1", "state": "up"}})
+	writeJSON(t, filepath.Join(dir, "ring.json"), map[string]any{"partitions": []any{}})
+	// The stand-in cosmosctl answers only when given --certs-dir DIR.
+	fake := filepath.Join(dir, "cosmosctl")
+	body := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" --certs-dir %s \"*) ;; *) echo \"no --certs-dir: $*\" >&2; exit 4;; esac\n"+
+		"eval last=\\${$#}\ncase \"$last\" in list) cat %s/nodes.json;; show) cat %s/ring.json;; *) exit 3;; esac\n", certs, dir, dir)
+	if err := os.WriteFile(fake, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(extra ...string) (string, error) {
+		args := append([]string{script, "--node=node-1", "--replicas=1", "--timeout=0", "--interval=0", "--cosmosctl=" + fake, "--readyz=" + srv.URL + "/readyz"}, extra...)
+		cmd := exec.Command(python, args...)
+		cmd.Env = append(os.Environ(), "COSMOSCTL_CERTS_DIR=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("--certs-dir=" + certs); err != nil {
+		t.Errorf("with --certs-dir: %v, want healthy:\n%s", err, out)
+	}
+	out, err := run()
+	if err == nil || !strings.Contains(out, "readyz") {
+		t.Errorf("without --certs-dir the https readyz must fail verification: %v\n%s", err, out)
 	}
 }

@@ -68,6 +68,10 @@ func TestAnsibleLifecycle(t *testing.T) {
 	image := buildImage(t, filepath.Join(root, "test", "e2e-ansible", "image", "build.sh"))
 
 	c := newCluster(t, root, image, ctl)
+	// The roles keep the cluster's secrets next to the inventory; the
+	// host's cosmosctl presents the client certificate they make.
+	c.secrets = dir
+	t.Setenv("COSMOSCTL_CERTS_DIR", c.certsDir())
 	t0 := time.Now()
 	for i := 1; i <= 5; i++ {
 		c.addHost(t, i)
@@ -124,8 +128,9 @@ func TestAnsibleLifecycle(t *testing.T) {
 			}
 		}
 		for _, h := range hosts {
-			checkReadyz(t, h)
+			checkReadyz(t, c, h)
 		}
+		checkSecure(t, c, hosts)
 		for _, q := range []string{
 			"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
 			blackbox.TableCQL,
@@ -208,6 +213,8 @@ func TestAnsibleLifecycle(t *testing.T) {
 	step("site-again", func(t *testing.T) {
 		requireUnchanged(t, "second site.yml run", c.playbook(t, inv, "site.yml"), hosts...)
 	})
+
+	step("rotate-certs", func(t *testing.T) { rotateCerts(t, c, inv, hosts) })
 
 	step("decommission", func(t *testing.T) {
 		w := blackbox.StartWriter(session, "decommission", 2_000_000, 2)
@@ -317,13 +324,14 @@ func seedScenario(t *testing.T, c *Cluster, hosts []*Host) {
 	}
 }
 
-// checkReadyz asks a node's /readyz from the host, as a load balancer does.
-func checkReadyz(t *testing.T, h *Host) {
+// checkReadyz asks a node's /readyz from the host over HTTPS, as a load
+// balancer that trusts the cluster CA does.
+func checkReadyz(t *testing.T, c *Cluster, h *Host) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.IP+":8080/readyz", nil)
-	resp, err := http.DefaultClient.Do(req)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+h.IP+":8080/readyz", nil)
+	resp, err := c.httpsClient(t).Do(req)
 	if err != nil {
 		t.Errorf("/readyz of %s: %v", h.Host, err)
 		return

@@ -29,6 +29,17 @@
 // deadline, which can be as close as 2/3 of the TTL; with 10s the
 // pause-etcd scenario makes nodes flap.
 //
+// The cluster is secure, as production clusters are (docs/security.md):
+// the test makes a CA and a node certificate per container with the
+// security package (copied to /certs before the container starts); the
+// etcd members serve TLS to clients and peers (`cosmosd etcd --certs-dir`,
+// https peer URLs), the nodes run with --certs-dir, reach etcd with
+// --etcd-ca-file/--etcd-cert-file/--etcd-key-file and authenticate CQL
+// clients by password (superuser cassandra, created on the first start).
+// The test's gocql sessions use TLS verified against the CA and the
+// password, its etcd client and cosmosctl (COSMOSCTL_CERTS_DIR) the client
+// certificate root.
+//
 // Every container, volume and network is labelled cosmosd-e2e=<run id> and
 // removed when the test ends, also on failure; a run that was killed (go
 // test's -timeout panics skip cleanups) is swept by the next one, or by
@@ -51,6 +62,9 @@
 //     table provisioned with 30000 RU/s gets 3 physical partitions; the
 //     partitioning article's seed scenario (uprofile.user, theo's rows in
 //     clustering order) works through every node.
+//   - refuses-insecure: a plaintext CQL client, a TLS client without a
+//     password or with a wrong one, cosmosctl without certificates and a
+//     plaintext etcd client are all refused.
 //   - stop: `docker stop` (SIGTERM, graceful shutdown). Writes continue;
 //     after dead_after the controller replaces the node's replicas; when
 //     the node starts again its stale replicas are garbage-collected.

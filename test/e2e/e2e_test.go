@@ -48,6 +48,7 @@ func TestFailures(t *testing.T) {
 	if !t.Run("forms", func(t *testing.T) { scenarioForms(t, c, s) }) {
 		t.FailNow()
 	}
+	t.Run("refuses-insecure", func(t *testing.T) { scenarioRefusesInsecure(t, c) })
 	nodeFaults := []struct {
 		name          string
 		inject, heal  func(testing.TB, *Container)

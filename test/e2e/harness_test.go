@@ -68,6 +68,7 @@ type Cluster struct {
 	Nodes   []*Container
 	etcd    *clientv3.Client
 	gocql   *blackbox.LogBuffer
+	certs   *certs // the cluster's CA and client certificate (secure_test.go)
 
 	mu     sync.Mutex
 	faulty map[*Container]string // nodes that cannot answer now, and why
@@ -88,22 +89,33 @@ func startCluster(t *testing.T) *Cluster {
 	}
 	t.Cleanup(c.remove)
 	t.Logf("run %s: image %s, network %s (%s0/24), built in %s", c.run.ID, art.image, c.network, c.prefix, time.Since(start).Round(100*time.Millisecond))
+	if c.certs, err = makeCerts(filepath.Join(c.dir, "certs")); err != nil {
+		t.Fatalf("certificates: %v", err)
+	}
+	// The host's cosmosctl (blackbox.Ctl) presents the client certificate,
+	// as an operator's does with this variable.
+	t.Setenv("COSMOSCTL_CERTS_DIR", c.certs.dir)
+	clientTLS, err := c.certs.clientTLS()
+	if err != nil {
+		t.Fatalf("client TLS: %v", err)
+	}
 
 	var initial, endpoints []string
 	for i := 1; i <= 3; i++ {
 		e := &Container{Name: fmt.Sprintf("%s-e%d", c.network, i), Host: fmt.Sprintf("e%d", i), IP: fmt.Sprintf("%s%d", c.prefix, 10+i)}
 		c.Etcd = append(c.Etcd, e)
-		initial = append(initial, fmt.Sprintf("%s=http://%s:2380", e.Host, e.IP))
+		initial = append(initial, fmt.Sprintf("%s=https://%s:2380", e.Host, e.IP))
 		endpoints = append(endpoints, e.IP+":2379")
 	}
 	for _, e := range c.Etcd {
 		c.create(t, e, "etcd", "--name", e.Host, "--data-dir", "/data",
 			"--listen-client", "0.0.0.0:2379", "--listen-peer", "0.0.0.0:2380",
 			"--advertise-client", e.IP+":2379", "--advertise-peer", e.IP+":2380",
-			"--initial-cluster", strings.Join(initial, ","))
+			"--initial-cluster", strings.Join(initial, ","), "--certs-dir", "/certs")
+		c.copyCerts(t, e)
 		c.docker(t, "start", e.Name)
 	}
-	c.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+	c.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: clientTLS,
 		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
@@ -117,6 +129,10 @@ func startCluster(t *testing.T) *Cluster {
 	if err := os.WriteFile(cfgPath, []byte(nodeConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	pwPath := filepath.Join(c.dir, "superuser-password")
+	if err := os.WriteFile(pwPath, []byte(superuserPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for i := 1; i <= 5; i++ {
 		n := &Container{Name: fmt.Sprintf("%s-node-%d", c.network, i), Host: fmt.Sprintf("node-%d", i), IP: fmt.Sprintf("%s%d", c.prefix, 20+i)}
 		c.Nodes = append(c.Nodes, n)
@@ -124,10 +140,14 @@ func startCluster(t *testing.T) *Cluster {
 			"--etcd-endpoints", strings.Join(endpoints, ","), "--advertise-host", n.IP,
 			"--cql-addr", "0.0.0.0:9042", "--peer-addr", "0.0.0.0:7000", "--admin-addr", "0.0.0.0:7070", "--http-addr", "0.0.0.0:8080",
 			"--consensus", "raft", "--dead-after", deadAfter.String(),
-			"--label", fmt.Sprintf("zone=z%d", i), "--label", fmt.Sprintf("rack=r%d", i))
+			"--label", fmt.Sprintf("zone=z%d", i), "--label", fmt.Sprintf("rack=r%d", i),
+			"--certs-dir", "/certs", "--etcd-ca-file", "/certs/ca.crt", "--etcd-cert-file", "/certs/node.crt", "--etcd-key-file", "/certs/node.key",
+			"--authenticator", "password", "--superuser", superuser, "--superuser-password-file", "/superuser-password")
 		// A scratch image has no shell to write files with: copy the
 		// configuration into the created container before it starts.
 		c.docker(t, "cp", cfgPath, n.Name+":/cosmosd.yaml")
+		c.docker(t, "cp", pwPath, n.Name+":/superuser-password")
+		c.copyCerts(t, n)
 		c.docker(t, "start", n.Name)
 	}
 	blackbox.WaitFor(t, 90*time.Second, "5 nodes up", func() (bool, string) {
@@ -157,6 +177,17 @@ func (c *Cluster) create(t testing.TB, x *Container, args ...string) {
 	base := append([]string{"create", "--name", x.Name, "--hostname", x.Host}, c.run.Labels()...)
 	base = append(base, "--network", c.network, "--ip", x.IP, "--init", "-v", "/data", c.art.image)
 	c.docker(t, append(base, args...)...)
+}
+
+// copyCerts gives a created container its certificates in /certs: the CA
+// certificate and a node certificate for its name and address.
+func (c *Cluster) copyCerts(t testing.TB, x *Container) {
+	t.Helper()
+	dir, err := c.certs.forHost(x)
+	if err != nil {
+		t.Fatalf("certificates of %s: %v", x.Host, err)
+	}
+	c.docker(t, "cp", dir, x.Name+":/certs")
 }
 
 // docker runs a docker command that must succeed.
@@ -317,7 +348,7 @@ func (c *Cluster) clusterConfig(hosts ...*Container) *gocql.ClusterConfig {
 	for _, n := range hosts {
 		ips = append(ips, n.IP)
 	}
-	return blackbox.ClusterConfig(c.gocql, ips...)
+	return c.certs.secureCQL(blackbox.ClusterConfig(c.gocql, ips...))
 }
 
 // Session opens a session over all nodes, closed when the test ends.
