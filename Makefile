@@ -16,8 +16,8 @@ DATA_DIR ?= ./cosmosd-data
 TEST_TIMEOUT ?= 30m
 # E2E_TIMEOUT bounds the container failure tests (about 5 minutes on 2 cores).
 E2E_TIMEOUT ?= 20m
-# E2E_ANSIBLE_TIMEOUT bounds the Ansible suite (about 15 minutes on 2 idle cores;
-# 33 under a load average of 15).
+# E2E_ANSIBLE_TIMEOUT bounds the Ansible suite (measured: 33 minutes on 2 cores
+# under a load average of 15 from other runs; less on an idle machine).
 E2E_ANSIBLE_TIMEOUT ?= 45m
 # NEMESIS_DURATION is the fault phase of `make nemesis` (test/nemesis);
 # make test runs it with NEMESIS_SHORT (about 5 minutes in all on 2 cores).
