@@ -51,6 +51,23 @@ func makeCerts(dir string) (*certs, error) {
 	if _, err := security.CreateClient(o, ctlUser); err != nil {
 		return nil, err
 	}
+	// The test reads and writes etcd directly, as the nodes do; etcd
+	// accepts only node certificates (a client certificate of the CA is
+	// refused), so the test has one of its own.
+	nd := filepath.Join(dir, "test-node")
+	ca, err := os.ReadFile(filepath.Join(dir, security.CAFile))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(nd, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(nd, security.CAFile), ca, 0o644); err != nil {
+		return nil, err
+	}
+	if _, err := security.CreateNode(security.CertOptions{Dir: nd, CAKey: filepath.Join(dir, security.CAKeyFile)}, []string{"localhost"}); err != nil {
+		return nil, err
+	}
 	return &certs{dir: dir}, nil
 }
 
@@ -74,8 +91,8 @@ func (cs *certs) forHost(x *Container) (string, error) {
 	return d, nil
 }
 
-// clientTLS is the TLS of the test's own clients: the cluster CA, and
-// client certificate root (etcd and the admin API require one).
+// clientTLS is the TLS of the test's own etcd client: the cluster CA,
+// and the test's node certificate (etcd requires one).
 func (cs *certs) clientTLS() (*tls.Config, error) {
 	ca, err := os.ReadFile(filepath.Join(cs.dir, security.CAFile))
 	if err != nil {
@@ -85,7 +102,8 @@ func (cs *certs) clientTLS() (*tls.Config, error) {
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, errors.New("no CA certificate in " + cs.dir)
 	}
-	cert, err := tls.LoadX509KeyPair(filepath.Join(cs.dir, security.ClientCertFile(ctlUser)), filepath.Join(cs.dir, security.ClientKeyFile(ctlUser)))
+	node := security.NodeFiles(filepath.Join(cs.dir, "test-node"))
+	cert, err := tls.LoadX509KeyPair(node.Cert, node.Key)
 	if err != nil {
 		return nil, err
 	}
