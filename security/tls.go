@@ -266,24 +266,8 @@ func (r *Reloader) ServerConfig(o ServerOptions) *tls.Config {
 		if m.cert != nil {
 			c.Certificates = []tls.Certificate{*m.cert}
 		}
-		if o.RequireNode {
-			c.VerifyConnection = func(cs tls.ConnectionState) error {
-				if len(cs.PeerCertificates) == 0 {
-					return errors.New("security: a node certificate is required")
-				}
-				return checkNode(cs.PeerCertificates[0])
-			}
-		}
-		if len(o.AllowedClients) > 0 {
-			c.VerifyConnection = func(cs tls.ConnectionState) error {
-				if len(cs.PeerCertificates) == 0 {
-					return errors.New("security: a client certificate is required")
-				}
-				if cn := cs.PeerCertificates[0].Subject.CommonName; !slices.Contains(o.AllowedClients, cn) {
-					return fmt.Errorf("security: client certificate %q is not one of the allowed users %v", cn, o.AllowedClients)
-				}
-				return nil
-			}
+		if o.RequireNode || len(o.AllowedClients) > 0 {
+			c.VerifyConnection = func(cs tls.ConnectionState) error { return checkClient(cs, o) }
 		}
 		return c
 	}
@@ -297,6 +281,28 @@ func (r *Reloader) ServerConfig(o ServerOptions) *tls.Config {
 		ClientAuth:         base.ClientAuth,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return build(), nil },
 	}
+}
+
+// checkClient applies o's checks beyond the chain to a client's
+// certificate: a node certificate (RequireNode), one of the allowed names
+// (AllowedClients).
+func checkClient(cs tls.ConnectionState, o ServerOptions) error {
+	if len(cs.PeerCertificates) == 0 {
+		if o.RequireNode {
+			return errors.New("security: a node certificate is required")
+		}
+		return errors.New("security: a client certificate is required")
+	}
+	leaf := cs.PeerCertificates[0]
+	if o.RequireNode {
+		if err := checkNode(leaf); err != nil {
+			return err
+		}
+	}
+	if len(o.AllowedClients) > 0 && !slices.Contains(o.AllowedClients, leaf.Subject.CommonName) {
+		return fmt.Errorf("security: client certificate %q is not one of the allowed users %v", leaf.Subject.CommonName, o.AllowedClients)
+	}
+	return nil
 }
 
 // ClientOptions say what a client built by ClientConfig presents and
