@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/cosmosd/cosmosd/test/logbuf"
 )
 
 // token is the SASL PLAIN token a driver sends.
@@ -38,27 +39,9 @@ func loginState(t *testing.T) *State {
 	return m.Freeze()
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestLogin(t *testing.T) {
 	st := loginState(t)
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	a := NewAuthenticator(LoginConfig{State: func() *State { return st }, HashCost: bcrypt.MinCost,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, tc := range []struct {
@@ -206,7 +189,7 @@ func TestLoginRateLimit(t *testing.T) {
 // is logged stay bounded whatever names clients send.
 func TestLoginBoundsClientInput(t *testing.T) {
 	st := loginState(t)
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	clk := &clock{now: time.Unix(1e9, 0)}
 	a := NewAuthenticator(LoginConfig{State: func() *State { return st }, HashCost: bcrypt.MinCost, Now: clk.Now,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -16,29 +15,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/test/logbuf"
 )
-
-// syncBuf is a log destination for concurrent writers.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // authNode returns a Node with just what startAuth uses: the config, a
 // logger into logs, and a Meta over a real embedded etcd at endpoints.
-func authNode(t *testing.T, endpoints []string, cfg Config, logs *syncBuf) *Node {
+func authNode(t *testing.T, endpoints []string, cfg Config, logs *logbuf.Buffer) *Node {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -90,7 +72,7 @@ func TestSuperuserBootstrap(t *testing.T) {
 		{"too long", writeFile(t, strings.Repeat("p", 73), 0o600), "passwords are limited to 72 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			logs := &syncBuf{}
+			logs := &logbuf.Buffer{}
 			n := authNode(t, ep, Config{SuperuserPasswordFile: tc.file}, logs)
 			_, authn, err := n.startAuth(ctx)
 			if err == nil || !strings.Contains(err.Error(), tc.err) || authn != nil {
@@ -103,7 +85,7 @@ func TestSuperuserBootstrap(t *testing.T) {
 	}
 
 	// The first start creates the superuser with the file's first line.
-	logs := &syncBuf{}
+	logs := &logbuf.Buffer{}
 	n := authNode(t, ep, Config{Superuser: "root", SuperuserPasswordFile: writeFile(t, "first-pw-3e1\r\nsecond line\n", 0o644)}, logs)
 	roles, authn, err := n.startAuth(ctx)
 	if err != nil || roles == nil || authn == nil {
@@ -123,7 +105,7 @@ func TestSuperuserBootstrap(t *testing.T) {
 
 	// Later starts leave the roles alone, file or not.
 	for _, file := range []string{"", writeFile(t, "other-pw-77a\n", 0o600)} {
-		logs := &syncBuf{}
+		logs := &logbuf.Buffer{}
 		n := authNode(t, ep, Config{Superuser: "cassandra", SuperuserPasswordFile: file}, logs)
 		if _, _, err := n.startAuth(ctx); err != nil {
 			t.Fatalf("restart with file %q: %v", file, err)
@@ -150,7 +132,7 @@ func TestSuperuserBootstrapConcurrent(t *testing.T) {
 	errs := make([]error, n)
 	nodes := make([]*Node, n)
 	for i := range nodes {
-		nodes[i] = authNode(t, ep, Config{SuperuserPasswordFile: writeFile(t, "pw-"+string(rune('a'+i)), 0o600)}, &syncBuf{})
+		nodes[i] = authNode(t, ep, Config{SuperuserPasswordFile: writeFile(t, "pw-"+string(rune('a'+i)), 0o600)}, &logbuf.Buffer{})
 	}
 	for i := range nodes {
 		wg.Add(1)
@@ -190,7 +172,7 @@ func TestSuperuserBootstrapConcurrent(t *testing.T) {
 // With allow-all there is no authenticator, and no password file is needed.
 func TestAuthOff(t *testing.T) {
 	ep := startEtcd(t)
-	logs := &syncBuf{}
+	logs := &logbuf.Buffer{}
 	n := authNode(t, ep, Config{}, logs)
 	n.cfg.Authenticator = "allow-all"
 	roles, authn, err := n.startAuth(context.Background())

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,30 +20,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/test/logbuf"
 )
 
 // Shutdown with etcd gone (reliability issue: SIGTERM hung for 24 minutes
 // in Node.close at n.bg.Wait()). These tests start a node against an etcd
 // that the test owns, stop that etcd while the node runs, and check that the
 // node still stops, within its bound.
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startTestEtcd starts an embedded etcd on a free port in the test process.
 func startTestEtcd(t *testing.T) *cluster.Embedded {
@@ -100,7 +81,7 @@ func waitRegistered(t *testing.T, endpoints []string, prefix string, want int, p
 type process struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr syncBuffer
+	stderr logbuf.Buffer
 	exited chan struct{}
 }
 

@@ -1,14 +1,12 @@
 package cqltest
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/cosmosd/cosmosd/cql/frame"
 	"github.com/cosmosd/cosmosd/daemon"
 	"github.com/cosmosd/cosmosd/security"
+	"github.com/cosmosd/cosmosd/test/logbuf"
 	"github.com/cosmosd/cosmosd/test/testcluster"
 )
 
@@ -90,24 +89,6 @@ func TestPythonDriverSecure(t *testing.T) {
 		"--key", filepath.Join(c.CertsDir, security.ClientKeyFile("root")))
 }
 
-// logCapture keeps every line the nodes of a test log.
-type logCapture struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logCapture) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logCapture) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // plain is the SASL PLAIN token drivers send.
 func plain(user, password string) []byte { return []byte("\x00" + user + "\x00" + password) }
 
@@ -170,7 +151,7 @@ const (
 // checks that no password reaches any log line.
 func TestAuth(t *testing.T) {
 	t.Parallel()
-	logs := &logCapture{}
+	logs := &logbuf.Buffer{}
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Password: authSuperPW, TLS: true, CQLRequireClientCert: true,
 		Configure: func(i int, cfg *daemon.Config) {
 			cfg.ReplicationFactor = 2

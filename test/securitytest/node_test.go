@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,26 +22,9 @@ import (
 
 	"github.com/cosmosd/cosmosd/daemon"
 	"github.com/cosmosd/cosmosd/security"
+	"github.com/cosmosd/cosmosd/test/logbuf"
 	"github.com/cosmosd/cosmosd/test/testcluster"
 )
-
-// syncBuffer is a log destination that tests read while the node writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // caPool is the cluster CA of certsDir, as a client that verifies the
 // node against ca.crt holds it.
@@ -127,7 +109,7 @@ func checkNoSecrets(t *testing.T, logs string, keyLines []string, secrets ...str
 // them: HTTPS, client certificates on CQL, and a rotation of the node
 // certificate on disk that new connections see without a restart.
 func TestSecureNode(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	c := testcluster.Start(t, testcluster.Options{TLS: true, CQLRequireClientCert: true,
 		Configure: func(_ int, cfg *daemon.Config) {
 			cfg.LogLevel = "debug"

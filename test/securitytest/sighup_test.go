@@ -16,6 +16,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cosmosd/cosmosd/security"
+	"github.com/cosmosd/cosmosd/test/logbuf"
 	"github.com/cosmosd/cosmosd/test/testcluster"
 )
 
@@ -80,7 +81,7 @@ superuser_password_file: %s
 		t.Fatal(err)
 	}
 
-	output := &syncBuffer{}
+	output := &logbuf.Buffer{}
 	cmd := osexec.Command(bin, "--config", cfgFile)
 	cmd.Stdout, cmd.Stderr = output, output
 	if err := cmd.Start(); err != nil {
