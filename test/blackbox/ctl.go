@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cosmosd/cosmosd/placement"
 )
 
 // Node is one element of `cosmosctl nodes list -o json`.
@@ -180,4 +182,39 @@ func ReplicasMatchRing(nodes []Node, parts []Partition, live map[uint64]bool) st
 		}
 	}
 	return strings.Join(problems, "; ")
+}
+
+// Calm polls once: the nodes up are exactly ring.Live, the ring is healthy
+// on them (ring), each holds the replicas the ring gives it, and no
+// placement operation is in flight (operations lists them).
+func (c Ctl) Calm(ring RingHealth, operations func() ([]*placement.Operation, error)) (bool, string) {
+	nodes, err := c.Nodes()
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, n := range nodes {
+		if ring.Live[n.ID] != (n.State == "up") {
+			return false, fmt.Sprintf("nodes: %v", nodes)
+		}
+	}
+	parts, err := c.Ring()
+	if err != nil {
+		return false, err.Error()
+	}
+	if why := ring.Check(parts); why != "" {
+		return false, "ring: " + why
+	}
+	if why := ReplicasMatchRing(nodes, parts, ring.Live); why != "" {
+		return false, why
+	}
+	ops, err := operations()
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, op := range ops {
+		if op.Active() {
+			return false, "operation in flight: " + op.String()
+		}
+	}
+	return true, ""
 }

@@ -1,7 +1,8 @@
 // Package dockertest drives the Docker CLI for the suites that run cosmosd
-// hosts as containers (test/e2e, test/e2e-ansible): the engine check, the
-// labelled networks and containers of one test run, and their removal,
-// including what an earlier run killed by go test's -timeout left behind.
+// hosts as containers (test/e2e, test/e2e-ansible, test/nemesis): the
+// engine check, the suites' images (Build), the labelled networks and
+// containers of one test run, and their removal, including what an
+// earlier run killed by go test's -timeout left behind.
 //
 // Every resource of a run carries two labels: the suite's name with the
 // run's id as value, and "<suite>.owner" with the pid of the test process.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/cosmosd/cosmosd/test/blackbox"
@@ -20,7 +19,7 @@ func (c *Cluster) ctl() blackbox.Ctl {
 			eps = append(eps, n.IP+":7070")
 		}
 	}
-	return blackbox.Ctl{Path: c.art.ctl, Endpoints: eps}
+	return blackbox.Ctl{Path: c.art.Ctl, Endpoints: eps}
 }
 
 // Ctl runs the host's cosmosctl against the nodes that can answer and
@@ -66,34 +65,5 @@ func (c *Cluster) RingHealthy(live []*Container) (bool, string) {
 // Calm polls once: the nodes up are exactly up, the ring is healthy on
 // them, each holds the replicas the ring gives it, and no operation runs.
 func (c *Cluster) Calm(up []*Container) (bool, string) {
-	nodes, err := c.NodesList()
-	if err != nil {
-		return false, err.Error()
-	}
-	live := ids(up...)
-	for _, n := range nodes {
-		if live[n.ID] != (n.State == "up") {
-			return false, fmt.Sprintf("nodes: %v", nodes)
-		}
-	}
-	parts, err := c.Ring()
-	if err != nil {
-		return false, err.Error()
-	}
-	if why := (blackbox.RingHealth{Live: live}).Check(parts); why != "" {
-		return false, "ring: " + why
-	}
-	if why := blackbox.ReplicasMatchRing(nodes, parts, live); why != "" {
-		return false, why
-	}
-	ops, err := c.Operations()
-	if err != nil {
-		return false, err.Error()
-	}
-	for _, op := range ops {
-		if op.Active() {
-			return false, "operation in flight: " + op.String()
-		}
-	}
-	return true, ""
+	return c.ctl().Calm(blackbox.RingHealth{Live: ids(up...)}, c.Operations)
 }

@@ -12,11 +12,12 @@ import (
 
 	"github.com/cosmosd/cosmosd/placement"
 	"github.com/cosmosd/cosmosd/test/blackbox"
+	"github.com/cosmosd/cosmosd/test/dockertest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	removeArtifacts()
+	dockertest.RemoveBuilds()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)

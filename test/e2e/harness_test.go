@@ -59,7 +59,7 @@ type Container struct {
 // private network. Methods are for the test goroutine.
 type Cluster struct {
 	t       *testing.T
-	art     *artifacts
+	art     *dockertest.Artifacts
 	run     *dockertest.Run
 	network string
 	prefix  string // "10.x.y."
@@ -78,7 +78,7 @@ type Cluster struct {
 func startCluster(t *testing.T) *Cluster {
 	t.Helper()
 	start := time.Now()
-	art, err := buildArtifacts()
+	art, err := dockertest.Build(imageRepo)
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
@@ -88,7 +88,7 @@ func startCluster(t *testing.T) *Cluster {
 		t.Fatalf("network: %v", err)
 	}
 	t.Cleanup(c.remove)
-	t.Logf("run %s: image %s, network %s (%s0/24), built in %s", c.run.ID, art.image, c.network, c.prefix, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("run %s: image %s, network %s (%s0/24), built in %s", c.run.ID, art.Image, c.network, c.prefix, time.Since(start).Round(100*time.Millisecond))
 	if c.certs, err = makeCerts(filepath.Join(c.dir, "certs")); err != nil {
 		t.Fatalf("certificates: %v", err)
 	}
@@ -175,7 +175,7 @@ func startCluster(t *testing.T) *Cluster {
 func (c *Cluster) create(t testing.TB, x *Container, args ...string) {
 	t.Helper()
 	base := append([]string{"create", "--name", x.Name, "--hostname", x.Host}, c.run.Labels()...)
-	base = append(base, "--network", c.network, "--ip", x.IP, "--init", "-v", "/data", c.art.image)
+	base = append(base, "--network", c.network, "--ip", x.IP, "--init", "-v", "/data", c.art.Image)
 	c.docker(t, append(base, args...)...)
 }
 

@@ -155,7 +155,7 @@ func scenarioRefusesInsecure(t *testing.T, c *Cluster) {
 	// cosmosctl without --certs-dir (and without COSMOSCTL_CERTS_DIR).
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.art.ctl, "--endpoints", n.IP+":7070", "--timeout", "5s", "--dial-timeout", "5s", "nodes", "list")
+	cmd := exec.CommandContext(ctx, c.art.Ctl, "--endpoints", n.IP+":7070", "--timeout", "5s", "--dial-timeout", "5s", "nodes", "list")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "COSMOSCTL_") {
 			cmd.Env = append(cmd.Env, kv)

@@ -67,7 +67,7 @@ type Container struct {
 // use: the nemesis, the operator and the checks share it.
 type Cluster struct {
 	t        *testing.T
-	art      *artifacts
+	art      *dockertest.Artifacts
 	run      *dockertest.Run
 	network  string
 	prefix   string // "10.x.y."
@@ -90,7 +90,7 @@ type Cluster struct {
 func startCluster(t *testing.T) *Cluster {
 	t.Helper()
 	start := time.Now()
-	art, err := buildArtifacts()
+	art, err := dockertest.Build(imageRepo)
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
@@ -106,7 +106,7 @@ func startCluster(t *testing.T) *Cluster {
 	}
 	t.Cleanup(c.remove)
 	t.Logf("run %s: image %s, network %s (%s0/24), built in %s; logs and report in %s",
-		c.run.ID, art.image, c.network, c.prefix, time.Since(start).Round(100*time.Millisecond), c.dir)
+		c.run.ID, art.Image, c.network, c.prefix, time.Since(start).Round(100*time.Millisecond), c.dir)
 	c.noCut = cutProblem()
 
 	var initial, endpoints []string
@@ -181,7 +181,7 @@ func (c *Cluster) create(x *Container) error {
 	} else {
 		args = append(args, "-v", "/data")
 	}
-	return c.docker(append(append(args, c.art.image), x.args...)...)
+	return c.docker(append(append(args, c.art.Image), x.args...)...)
 }
 
 // createNode creates a node's container and copies its configuration in:
@@ -464,7 +464,7 @@ func (c *Cluster) ctl() blackbox.Ctl {
 			eps = append(eps, n.IP+":7070")
 		}
 	}
-	return blackbox.Ctl{Path: c.art.ctl, Endpoints: eps}
+	return blackbox.Ctl{Path: c.art.Ctl, Endpoints: eps}
 }
 
 // Ring returns `cosmosctl ring show`.
@@ -516,36 +516,7 @@ func (c *Cluster) Calm() (bool, string) {
 	if err := c.refreshIDs(); err != nil {
 		return false, err.Error()
 	}
-	nodes, err := c.ctl().Nodes()
-	if err != nil {
-		return false, err.Error()
-	}
-	live := c.liveIDs()
-	for _, n := range nodes {
-		if live[n.ID] != (n.State == "up") {
-			return false, fmt.Sprintf("nodes: %v", nodes)
-		}
-	}
-	parts, err := c.Ring()
-	if err != nil {
-		return false, err.Error()
-	}
-	if why := (blackbox.RingHealth{Live: live, NeedLeader: true}).Check(parts); why != "" {
-		return false, "ring: " + why
-	}
-	if why := blackbox.ReplicasMatchRing(nodes, parts, live); why != "" {
-		return false, why
-	}
-	ops, err := c.Operations()
-	if err != nil {
-		return false, err.Error()
-	}
-	for _, op := range ops {
-		if op.Active() {
-			return false, "operation in flight: " + op.String()
-		}
-	}
-	return true, ""
+	return c.ctl().Calm(blackbox.RingHealth{Live: c.liveIDs(), NeedLeader: true}, c.Operations)
 }
 
 // waitCalm waits until the cluster is calm at every check for calmFor

@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	removeArtifacts()
+	dockertest.RemoveBuilds()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
