@@ -141,10 +141,14 @@ type StateMachine interface {
 // batch of an Apply is durable, such as starting the right half of a split
 // (the pre-apply half of a split is in the batch; the post-apply half must
 // not run before it is on disk, or a crash could leave a started group
-// without its state). The engine calls PostApply on the group's apply
-// goroutine after every Apply whose batch committed, before the next one.
-// It must not block on the engine.
+// without its state). An engine may commit apply batches without waiting
+// for the disk: after an Apply it asks PostApplyPending, and if there is
+// work it calls PostApply on the group's apply goroutine once that batch
+// and every earlier one are durable, possibly after further Applies (the
+// state machine keeps what each of them left to do). Neither may block on
+// the engine.
 type PostApplier interface {
+	PostApplyPending() bool
 	PostApply()
 }
 
@@ -181,8 +185,11 @@ type Group interface {
 	ID() GroupID
 
 	// Propose replicates cmd and returns the Result of applying it on this
-	// replica, once the entry is committed and applied (and the batch that
-	// applied it is durable). It fails with ErrNotLeader (wrapped in a
+	// replica, once the entry is committed (durable in a quorum of logs)
+	// and applied here. The batch that applied it need not be durable yet:
+	// after a crash the replica applies the entry again from its log (the
+	// applied index is written with the state machine's writes, so nothing
+	// is applied twice). It fails with ErrNotLeader (wrapped in a
 	// *NotLeaderError) when this replica cannot propose or the command
 	// provably did not commit, with ErrAmbiguous when the replica lost track
 	// of the command, and with the context's error when ctx ends first (also

@@ -24,9 +24,9 @@ type StateMachine struct {
 
 	// desc is written only by the apply goroutine and read by anyone.
 	desc atomic.Pointer[kvpb.Descriptor]
-	// splits are the splits of the last Apply whose right half this
-	// replica created, started by PostApply once the batch is durable
-	// (apply goroutine only).
+	// splits are the splits of the Applies since the last PostApply whose
+	// right half this replica created, started by PostApply once their
+	// batches are durable (apply goroutine only).
 	splits [][2]*kvpb.Descriptor
 }
 
@@ -118,7 +118,6 @@ func (sm *StateMachine) setDescriptor(b *storage.Batch, d *kvpb.Descriptor) erro
 // Apply implements consensus.StateMachine.
 func (sm *StateMachine) Apply(b *storage.Batch, entries []consensus.Entry) ([]consensus.Result, error) {
 	results := make([]consensus.Result, len(entries))
-	sm.splits = sm.splits[:0]
 	for i, e := range entries {
 		switch e.Type {
 		case consensus.EntryEmpty:
@@ -152,8 +151,11 @@ func (sm *StateMachine) Apply(b *storage.Batch, entries []consensus.Entry) ([]co
 	return results, nil
 }
 
-// PostApply implements consensus.PostApplier: the batch of the last Apply
-// is durable, so the right halves it created may start.
+// PostApplyPending implements consensus.PostApplier.
+func (sm *StateMachine) PostApplyPending() bool { return len(sm.splits) > 0 }
+
+// PostApply implements consensus.PostApplier: the batches of the Applies
+// so far are durable, so the right halves they created may start.
 func (sm *StateMachine) PostApply() {
 	for _, s := range sm.splits {
 		if sm.hooks != nil {

@@ -216,7 +216,7 @@ func (c *Cluster) startNode(i int) {
 	c.mu.RLock()
 	cfg := storage.Config{Dir: c.dirs[i]}
 	if c.h.Crashable {
-		cfg = storage.Config{Dir: "store", FS: c.fss[i]}
+		cfg = storage.Config{Dir: StoreDir, FS: c.fss[i]}
 		if c.h.WrapFS != nil {
 			cfg.FS = c.h.WrapFS(consensus.NodeID(i+1), c.fss[i])
 		}
@@ -284,6 +284,36 @@ func (c *Cluster) Crash(nodes ...int) {
 		c.mu.Unlock()
 	}
 }
+
+// CrashSynced is Crash on the strictest disk: everything the nodes did not
+// sync is lost. It returns their filesystems as they restart from them.
+func (c *Cluster) CrashSynced(nodes ...int) []*vfs.MemFS {
+	c.t.Helper()
+	if !c.h.Crashable {
+		c.t.Fatal("consensustest: CrashSynced needs a crashable harness")
+	}
+	for _, n := range nodes {
+		c.epochs[n-1].Add(1)
+		c.h.Silence(c.t, consensus.NodeID(n), true)
+	}
+	clones := make([]*vfs.MemFS, len(nodes))
+	c.mu.Lock()
+	for i, n := range nodes {
+		clones[i] = c.fss[n-1].CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	}
+	c.mu.Unlock()
+	for i, n := range nodes {
+		c.stopNodeQuiet(n-1, true)
+		c.mu.Lock()
+		c.fss[n-1] = clones[i]
+		c.mu.Unlock()
+	}
+	return clones
+}
+
+// StoreDir is the directory of every node's store on its filesystem in a
+// crashable harness.
+const StoreDir = "store"
 
 // CrashPoint takes the instant of a crash of nodes without stopping them:
 // it silences them, advances their epochs and returns the filesystems a

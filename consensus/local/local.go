@@ -417,7 +417,7 @@ func (g *group) applyBatch(batch []*proposal) error {
 	g.mu.Lock()
 	g.mu.applied = applied
 	g.mu.Unlock()
-	if pa, ok := g.sm.(consensus.PostApplier); ok {
+	if pa, ok := g.sm.(consensus.PostApplier); ok && pa.PostApplyPending() {
 		pa.PostApply()
 	}
 	for i, p := range batch {

@@ -35,11 +35,16 @@ var benchValue = func() string {
 // (of the whole process: all four nodes).
 func BenchmarkReplicatedWrite(b *testing.B) {
 	for _, groups := range []int{1, 4, 16} {
-		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) { benchReplicated(b, groups) })
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) { benchReplicated(b, groups, benchWriters) })
 	}
 }
 
-func benchReplicated(b *testing.B, groups int) {
+// BenchmarkReplicatedWriteSerial is BenchmarkReplicatedWrite with one
+// writer: the latency of one write alone (no batching to hide behind),
+// which BenchmarkPebbleSyncWriteSerial bounds.
+func BenchmarkReplicatedWriteSerial(b *testing.B) { benchReplicated(b, 1, 1) }
+
+func benchReplicated(b *testing.B, groups, writers int) {
 	book := &addrBook{addrs: map[consensus.NodeID]string{}}
 	var nodes []grpcNode
 	var stores []*storage.Engine
@@ -103,14 +108,14 @@ func benchReplicated(b *testing.B, groups int) {
 		leaders[g].Store(&l)
 	}
 
-	lat := make([][]time.Duration, benchWriters)
+	lat := make([][]time.Duration, writers)
 	var next atomic.Int64
 	var failed atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := range benchWriters {
+	for w := range writers {
 		wg.Go(func() {
 			g := w % groups
 			for {
@@ -153,20 +158,26 @@ func benchReplicated(b *testing.B, groups int) {
 // with: the same 1 KB writes from the same number of writers, each
 // committed with sync to one raw Pebble store (whose commit pipeline shares
 // fsyncs between concurrent writers).
-func BenchmarkPebbleSyncWrite(b *testing.B) {
+func BenchmarkPebbleSyncWrite(b *testing.B) { benchPebbleSync(b, benchWriters) }
+
+// BenchmarkPebbleSyncWriteSerial is BenchmarkPebbleSyncWrite with one
+// writer: one fsync per write.
+func BenchmarkPebbleSyncWriteSerial(b *testing.B) { benchPebbleSync(b, 1) }
+
+func benchPebbleSync(b *testing.B, writers int) {
 	st, err := storage.Open(storage.Config{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	lat := make([][]time.Duration, benchWriters)
+	lat := make([][]time.Duration, writers)
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
-	errs := make(chan error, benchWriters)
-	for w := range benchWriters {
+	errs := make(chan error, writers)
+	for w := range writers {
 		wg.Go(func() {
 			for {
 				i := next.Add(1)

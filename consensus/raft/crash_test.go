@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/cosmosd/cosmosd/consensus"
 	"github.com/cosmosd/cosmosd/consensus/consensustest"
+	"github.com/cosmosd/cosmosd/storage"
 )
 
 // crashHarness is memHarness on crashable in-memory filesystems: a crash
@@ -486,4 +488,135 @@ func moveReplica(c *consensustest.Cluster, id consensus.GroupID, from, to consen
 		}
 	}
 	return fmt.Errorf("replica %d not moved within a minute: %v", from, last)
+}
+
+// TestCrashBetweenLogSyncAndApplySync holds the durability argument of
+// applying without sync (doc.go, "Durability"): an acknowledged command
+// is durable in a quorum of raft logs, not yet in the leader's state
+// machine, whose apply batch waits for a later sync. Right after
+// acknowledgements the leader alone, or every node at once, crashes on a
+// disk that keeps only what was synced. Some crash must lose an apply
+// that was acknowledged (the window is real), and after recovery every
+// acknowledged append is in its list exactly once on every replica (the
+// apply state travels with the state machine's writes, so nothing is
+// applied twice).
+func TestCrashBetweenLogSyncAndApplySync(t *testing.T) {
+	c, _ := crashHarness(t, 4, nil)
+	const id = consensus.GroupID(1)
+	c.StartGroup(id, c.Members())
+	log := newAppendLog()
+	lost := 0
+	for round := range crashRounds(6) {
+		leader := waitLeader(t, c, id, 1, 2, 3, 4)
+		g := c.Group(leader, id)
+		for i := range 3 {
+			val := fmt.Sprintf("r%d-%d", round, i)
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			_, err := g.Propose(ctx, consensustest.Append("k0", val))
+			cancel()
+			if err != nil {
+				t.Fatalf("round %d: append %s on leader %d: %v", round, val, leader, err)
+			}
+			log.acked[val] = fmt.Sprintf("%d/k0", id)
+		}
+		acked := g.Status().Applied
+		victims := []int{leader}
+		if round%2 == 1 {
+			victims = []int{1, 2, 3, 4}
+		}
+		fss := c.CrashSynced(victims...)
+		for i, v := range victims {
+			if v != leader {
+				continue
+			}
+			durable := durableApplied(t, fss[i], id)
+			t.Logf("round %d: crashed %v; leader %d had applied %d, its disk kept %d", round, victims, leader, acked, durable)
+			if durable < acked {
+				lost++
+			}
+		}
+		for _, v := range victims {
+			c.StartNode(v, id)
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no crash lost an acknowledged apply: the test no longer exercises the window between log sync and apply sync")
+	}
+	checkAppends(t, c, []consensus.GroupID{id}, log)
+}
+
+// durableApplied opens a crashed node's store and returns group id's
+// applied index as its disk kept it (what a restart resumes from).
+func durableApplied(t *testing.T, fs vfs.FS, id consensus.GroupID) uint64 {
+	t.Helper()
+	st, err := storage.Open(storage.Config{Dir: consensustest.StoreDir, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	raw, ok, err := st.Get(storage.RaftApplyStateKey(uint64(id)))
+	if err != nil || !ok {
+		t.Fatalf("apply state of group %d: found=%v err=%v", id, ok, err)
+	}
+	as, err := decodeApplyState(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as.appliedIndex
+}
+
+// TestStuckSyncReportsUnhealthy wedges one node's WAL syncs (a disk that
+// stops answering): its cycles still run, since they never wait for the
+// disk, but nothing it acknowledges leaves, and Healthy reports the
+// pending sync once it is older than StallTimeout (the daemon then stops
+// its watchdog pings). The other three go on meanwhile.
+func TestStuckSyncReportsUnhealthy(t *testing.T) {
+	const sick = 2
+	var stuck atomic.Bool
+	release := make(chan struct{})
+	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			if stuck.Load() {
+				<-release
+			}
+		}
+		return nil
+	})
+	c, _ := crashHarness(t, 4, func(cfg *Config) {
+		cfg.StallTimeout = 300 * time.Millisecond
+	}, func(h *consensustest.Harness) {
+		h.WrapFS = func(node consensus.NodeID, fs vfs.FS) vfs.FS {
+			if node == sick {
+				return errorfs.Wrap(fs, inj)
+			}
+			return fs
+		}
+	})
+	const id = consensus.GroupID(1)
+	c.StartGroup(id, c.Members())
+	c.MustPropose(id, consensustest.Put("a", "1"))
+	stuck.Store(true)
+	defer func() {
+		if stuck.Swap(false) {
+			close(release)
+		}
+	}()
+	for i := range 20 {
+		c.MustPropose(id, consensustest.Put("b", fmt.Sprint(i)))
+	}
+	eventually(t, waitTimeout, func() error {
+		err := rawEngine(c, sick).Healthy()
+		if err == nil {
+			return errors.New("the engine whose syncs hang still reports healthy")
+		}
+		if !strings.Contains(err.Error(), "sync") {
+			return fmt.Errorf("unexpected health error: %v", err)
+		}
+		return nil
+	})
+	stuck.Store(false)
+	close(release)
+	eventually(t, waitTimeout, func() error { return rawEngine(c, sick).Healthy() })
+	c.CheckStateAgrees(id)
 }

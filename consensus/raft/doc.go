@@ -8,7 +8,10 @@
 // An Engine hosts the local replicas of many groups. It owns:
 //   - one scheduler goroutine that runs cycles over the groups that have
 //     work, preparing them in parallel on Config.Workers goroutines and
-//     committing all their writes with one fsync (scheduler.go);
+//     committing all their writes without waiting for the disk
+//     (scheduler.go);
+//   - one syncer goroutine that waits for the WAL syncs the cycles asked
+//     for and then releases what depended on them (syncer.go);
 //   - one ticker for all groups;
 //   - one transport: a gRPC stream per peer node carrying batched messages
 //     of all groups, and one stream per snapshot (grpc.go); tests replace it
@@ -29,25 +32,62 @@
 //     the node of every member, and this replica's id (transportpb.ApplyState);
 //   - RaftEngineKey(g, 0x04): an in-progress snapshot installation.
 //
-// Invariants: truncated <= applied <= commit <= last index. The apply
-// state is written in the same batch as the state machine's writes of the
-// entries it covers, so after a crash a group resumes exactly after the
-// last applied entry that reached disk. In a cycle the raft batches (log,
-// hard state) are committed before the apply batches, so the applied index
-// on disk never passes the persisted commit index.
+// Invariants: truncated <= applied <= commit <= last index, in memory and
+// on disk after any crash. The apply state is written in the same batch as
+// the state machine's writes of the entries it covers, so after a crash a
+// group resumes exactly after the last applied entry that reached disk.
 //
 // # Ready handling
 //
-// Per cycle and group, in etcd raft's order: persist hard state and
-// entries; send messages; apply committed entries; Advance. Messages that
-// acknowledge local state (append and vote responses) leave only after the
-// cycle's fsync; the others, notably a leader's appends, leave while the
-// leader writes its own copy (raft thesis §10.2.1, as etcd raft's
-// asynchronous-storage mode does): the leader counts itself toward a quorum
-// only at Advance, after its fsync. Committed entries are applied into the
-// same cycle's apply batch (before the fsync), and proposals are answered
-// after the fsync, so a result is never returned for a command that is not
-// durable.
+// RawNodes run with raft's AsyncStorageWrites: a Ready is never
+// acknowledged with Advance; it carries a MsgStorageAppend (entries, hard
+// state, snapshot) and a MsgStorageApply (committed entries) whose
+// Responses go back into raft once the write is done. A cycle, for every
+// group with work: step the inbox (messages from peers, and responses of
+// local writes the syncer released), take a Ready, build the raft batch of
+// its MsgStorageAppend and the apply batch of its MsgStorageApply (raft
+// hands out only entries that are already durable in the local log), and
+// send its network messages at once (raft keeps back the ones that attest
+// durable state: a follower's append acknowledgement, votes, the leader's
+// own acknowledgement; they are the MsgStorageAppend's Responses). Then, on
+// the scheduler goroutine: commit every raft batch, then every apply batch,
+// all without sync; answer the proposals whose entries were applied; step
+// the apply responses; ask the store for one WAL sync
+// (storage.Engine.StartSync) and hand the held-back responses to the
+// syncer. The next cycle starts at once: a group appends, replicates and
+// applies while its earlier appends are being synced, and one fsync
+// serves every group and cycle that asked since the previous one.
+//
+// # Durability
+//
+// Why answering before the apply batch is synced loses nothing:
+//
+//  1. Pebble's WAL is one ordered log: after a crash, a prefix of the
+//     committed batches survives. Every batch is committed on the
+//     scheduler goroutine in cycle order, raft batches before apply
+//     batches.
+//  2. A message that attests durable state (MsgAppResp, MsgVoteResp,
+//     MsgPreVoteResp, MsgStorageAppendResp) is released only after a
+//     sync that was requested after the write it attests was committed
+//     (syncer.go). So an entry counts toward a quorum only where it is on
+//     disk, and raft applies only entries durable in the local log.
+//  3. A proposal is answered once its entry is committed (durable in a
+//     quorum of logs, by 2) and applied here. If this node then crashes
+//     and loses the apply (it waits for the next sync), the entry is still
+//     in its log or in a quorum of others, and is applied again: the
+//     applied index is in the same batch as the state machine's writes,
+//     so each entry is applied exactly once in the state that survives.
+//  4. By 1 and 2, an apply batch on disk implies its entries and the hard
+//     state holding its commit index are on disk (they are earlier in the
+//     WAL): applied <= commit <= last after any crash.
+//  5. Work that must not run before an apply is durable (starting a
+//     split's right half, consensus.PostApplier) waits for a sync, as in 2.
+//
+// TestCrashBetweenLogSyncAndApplySync crashes leaders (and whole
+// clusters) right after acknowledgements on a disk that keeps only synced
+// writes, checks that acknowledged applies were lost by the crash, and
+// that recovery restores each exactly once; TestCrashRecovery does so at
+// random points under load.
 //
 // # Proposals and failures
 //

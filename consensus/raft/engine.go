@@ -26,6 +26,7 @@ type Engine struct {
 	cfg       Config
 	transport Transport
 	sched     *scheduler
+	syncer    *syncer
 	ids       atomic.Uint64
 
 	ctx    context.Context // canceled by Close
@@ -89,7 +90,9 @@ func New(cfg Config) (*Engine, error) {
 		e.transport = newGRPCTransport(&e.cfg, e)
 	}
 	e.sched = newScheduler(e)
+	e.syncer = newSyncer(e)
 	go e.sched.run()
+	go e.syncer.run()
 	if cfg.TestingKnobs == nil || !cfg.TestingKnobs.ManualTicks {
 		e.wg.Go(e.ticker)
 	}
@@ -148,15 +151,19 @@ func (e *Engine) Tick() {
 
 // Healthy reports whether the engine makes progress: it fails when the
 // store failed a write (a commit or sync error), or when one scheduling
-// cycle (which every group's writes and fsyncs go through) has run for
-// longer than Config.StallTimeout. The daemon stops its systemd watchdog
+// cycle (which every group's writes go through) or one WAL sync (which
+// every acknowledgement waits for) has taken longer than
+// Config.StallTimeout. The daemon stops its systemd watchdog
 // pings then, so a node whose disk fails or wedges is restarted from what
 // is durable.
 func (e *Engine) Healthy() error {
 	if err := e.cfg.Storage.Err(); err != nil {
 		return fmt.Errorf("raft: the store failed a write, so what it applied may not be durable: %w", err)
 	}
-	return e.sched.stalled(e.cfg.StallTimeout)
+	if err := e.sched.stalled(e.cfg.StallTimeout); err != nil {
+		return err
+	}
+	return e.syncer.stalled(e.cfg.StallTimeout)
 }
 
 // failAll stops every group after a failure of the store. Scheduler
@@ -365,7 +372,10 @@ func (g *group) raftConfig(applied uint64) *etcdraft.Config {
 		CheckQuorum:               true,
 		PreVote:                   true,
 		ReadOnlyOption:            readOnly,
-		Logger:                    raftLogger{g.log},
+		// Log writes are synced off the scheduler's path (syncer.go) and
+		// committed entries are applied without waiting for a sync.
+		AsyncStorageWrites: true,
+		Logger:             raftLogger{g.log},
 		// Only the leader proposes (see Propose); followers answer
 		// NotLeaderError so the router forwards. This also makes the term
 		// of a proposal's entry known to the proposer.
@@ -555,6 +565,7 @@ func (e *Engine) Close() error {
 		_ = e.transport.Close()
 		e.wg.Wait()
 		e.sched.close()
+		e.syncer.close()
 	})
 	return nil
 }

@@ -90,8 +90,20 @@ type snapStatus struct {
 	ok      bool
 }
 
+// localMsg is a response of a local storage write (see syncer.go) and the
+// generation of the RawNode that asked for the write.
+type localMsg struct {
+	m   *pb.Message
+	gen int
+}
+
 // inbox is what other goroutines hand to a group between two cycles.
 type inbox struct {
+	// local are responses of durable local writes, stepped before msgs.
+	local []localMsg
+	// postApply asks for the state machine's post-apply work: the Apply
+	// of this applySeq (and every earlier one) is durable; 0 for none.
+	postApply   uint64
 	msgs        []inMsg
 	bytes       int // encoded bytes of msgs
 	ticks       int
@@ -172,6 +184,8 @@ type group struct {
 	// proposedThisPass is set when the current pass stepped proposals that
 	// the pass's Ready must contain.
 	proposedThisPass bool
+	// applySeq counts the cycles that applied entries (see postApply).
+	applySeq uint64
 	// pendingRetry asks the next pass to retry waiting requests and
 	// reissue reads (set when the leader changed).
 	pendingRetry bool

@@ -26,11 +26,21 @@ type groupWork struct {
 	// persisted log and commit index.
 	raftBatch  *storage.Batch
 	applyBatch *storage.Batch
+	// needSync is set when responses wait for the cycle's writes to be
+	// durable: syncLocal (for this replica's raft) and syncRemote (for
+	// peers) are released by the syncer after the cycle's sync.
 	needSync   bool
-	// early are messages that may leave before the cycle's writes are
-	// durable; out must wait for them (see scheduler.cycle).
-	early     []outMsg
-	out       []outMsg
+	syncLocal  []*pb.Message
+	syncRemote []outMsg
+	// applyResps go back to raft once the apply batch is committed.
+	applyResps []*pb.Message
+	// early are the messages that leave at once (see scheduler.cycle).
+	early []outMsg
+	// gen is the RawNode generation (group.resets) that produced this.
+	gen int
+	// postApply, when not 0, is the group's applySeq of this cycle's
+	// Apply, whose post-apply work waits for the sync.
+	postApply uint64
 	snaps     []*snapCapture
 	applied   []appliedReq
 	newState  *applyState
@@ -90,6 +100,23 @@ func (g *group) prepare() (w *groupWork) {
 		}
 	}()
 
+	for _, lm := range in.local {
+		if lm.gen != g.resets {
+			continue // for a RawNode since rebuilt (see deliverLocal)
+		}
+		if err := g.rn.Step(lm.m); err != nil {
+			g.log.Debug("step local response failed", "type", lm.m.GetType().String(), "err", err)
+		}
+	}
+	if in.postApply != 0 && in.postApply >= g.applySeq {
+		// Every Apply so far is durable (the sync that released this
+		// covers the last one): its post-apply work may run. An earlier
+		// release while a later Apply still waits for its sync is
+		// ignored; that Apply's own release follows.
+		if pa, ok := g.sm.(consensus.PostApplier); ok {
+			pa.PostApply()
+		}
+	}
 	for _, im := range in.msgs {
 		if !g.admit(im) {
 			continue
@@ -140,7 +167,7 @@ func (g *group) prepare() (w *groupWork) {
 	}
 
 	rd := g.rn.Ready()
-	w = &groupWork{g: g, rd: rd, needSync: rd.MustSync, ticked: in.ticks > 0}
+	w = &groupWork{g: g, rd: rd, ticked: in.ticks > 0, gen: g.resets}
 	if rd.SoftState != nil {
 		g.onSoftState(rd.SoftState)
 	}
@@ -150,71 +177,86 @@ func (g *group) prepare() (w *groupWork) {
 	if g.proposedThisPass {
 		g.indexProposals(rd.Entries)
 	}
-	if !etcdraft.IsEmptySnap(rd.Snapshot) {
-		if err := g.installSnapshot(rd); err != nil {
-			w.close()
-			g.fail(err)
-			return nil
-		}
-		w.needSync = true
+	if etcdraft.IsEmptySnap(rd.Snapshot) {
+		g.dropIgnoredSnapshot()
 	}
-	g.dropIgnoredSnapshot()
 
+	// With AsyncStorageWrites, rd.Messages holds the network messages,
+	// which may all leave now, and two local ones, in this order: a
+	// MsgStorageAppend (rd's entries, hard state and snapshot; its
+	// Responses may be released only once that write is durable) and a
+	// MsgStorageApply (rd's committed entries, all stable in the local
+	// log; its Responses go back to raft once they are applied).
 	for _, m := range rd.Messages {
-		if m.GetType() == pb.MsgSnap {
-			g.captureSnapshot(w, m)
-			continue
+		var err error
+		switch m.GetTo() {
+		case etcdraft.LocalAppendThread:
+			err = g.storageAppend(w, rd, m)
+		case etcdraft.LocalApplyThread:
+			if err = g.applyEntries(w, m.GetEntries()); err == nil {
+				w.applyResps = append(w.applyResps, m.GetResponses()...)
+			}
+		default:
+			err = g.outbound(w, m, &w.early)
 		}
-		node := g.nodes[consensus.ReplicaID(m.GetTo())]
-		if node == 0 {
-			g.log.Debug("no node known for replica", "replica", m.GetTo())
-			continue
-		}
-		rm, err := encodeMessage(g.id, m)
 		if err != nil {
 			w.close()
 			g.fail(err)
 			return nil
 		}
-		if mustFollowPersist(m.GetType()) {
-			w.out = append(w.out, outMsg{node: node, m: rm})
-		} else {
-			w.early = append(w.early, outMsg{node: node, m: rm})
-		}
 	}
 	for _, rs := range rd.ReadStates {
 		g.onReadState(rs)
 	}
-	if len(rd.Entries) > 0 || !etcdraft.IsEmptyHardState(rd.HardState) {
-		w.raftBatch = g.e.cfg.Storage.NewWriteBatch()
-		if err := g.writeRaftState(w.raftBatch, rd); err != nil {
-			w.close()
-			g.fail(err)
-			return nil
-		}
-	}
-	if len(rd.CommittedEntries) > 0 {
-		if err := g.applyEntries(w, rd.CommittedEntries); err != nil {
-			w.close()
-			g.fail(err)
-			return nil
-		}
-		// consensus.Group promises that a proposal's result is returned only
-		// once the batch that applied it is durable.
-		w.needSync = true
-	}
 	return w
 }
 
-// mustFollowPersist reports whether a message acknowledges state that must
-// be durable before it leaves: a follower's append acknowledgement and vote
-// responses (etcd raft keeps exactly these in msgsAfterAppend). Everything
-// else, notably the leader's appends, may be sent while the local write is
-// in progress (raft thesis §10.2.1; etcd raft's asynchronous storage mode
-// does the same): the leader counts its own copy toward a quorum only after
-// Advance, which follows the fsync.
-func mustFollowPersist(t pb.MessageType) bool {
-	return t == pb.MsgAppResp || t == pb.MsgVoteResp || t == pb.MsgPreVoteResp
+// storageAppend builds the raft batch of a MsgStorageAppend (installing
+// its snapshot first) and sorts its responses into those for this replica
+// and those for peers; all of them wait for the cycle's sync.
+func (g *group) storageAppend(w *groupWork, rd etcdraft.Ready, m *pb.Message) error {
+	if !etcdraft.IsEmptySnap(rd.Snapshot) {
+		if err := g.installSnapshot(rd); err != nil {
+			return err
+		}
+	}
+	if len(rd.Entries) > 0 || !etcdraft.IsEmptyHardState(rd.HardState) {
+		w.raftBatch = g.e.cfg.Storage.NewWriteBatch()
+		if err := g.writeRaftState(w.raftBatch, rd); err != nil {
+			return err
+		}
+	}
+	for _, r := range m.GetResponses() {
+		w.needSync = true
+		if r.GetTo() == uint64(g.replicaID) {
+			w.syncLocal = append(w.syncLocal, r)
+			continue
+		}
+		if err := g.outbound(w, r, &w.syncRemote); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outbound encodes m for its replica's node into *dst (a MsgSnap is
+// captured to stream instead).
+func (g *group) outbound(w *groupWork, m *pb.Message, dst *[]outMsg) error {
+	if m.GetType() == pb.MsgSnap {
+		g.captureSnapshot(w, m)
+		return nil
+	}
+	node := g.nodes[consensus.ReplicaID(m.GetTo())]
+	if node == 0 {
+		g.log.Debug("no node known for replica", "replica", m.GetTo())
+		return nil
+	}
+	rm, err := encodeMessage(g.id, m)
+	if err != nil {
+		return err
+	}
+	*dst = append(*dst, outMsg{node: node, m: rm})
+	return nil
 }
 
 func (g *group) writeRaftState(b *storage.Batch, rd etcdraft.Ready) error {
@@ -258,12 +300,20 @@ func (g *group) finish(w *groupWork, err error) {
 			g.store.truncated(old)
 		}
 	}
-	g.rn.Advance(rd)
-	if len(rd.CommittedEntries) > 0 {
-		// The apply batch is durable: the state machine's post-apply work
-		// (starting a split's right half) may run now.
-		if pa, ok := g.sm.(consensus.PostApplier); ok {
-			pa.PostApply()
+	for _, m := range w.applyResps {
+		if err := g.rn.Step(m); err != nil {
+			g.log.Debug("step apply response failed", "err", err)
+		}
+	}
+	w.applyResps = nil
+	if w.newState != nil {
+		g.applySeq++
+		if pa, ok := g.sm.(consensus.PostApplier); ok && pa.PostApplyPending() {
+			// The state machine's post-apply work (starting a split's
+			// right half) runs once this apply is durable: the syncer
+			// releases it after the cycle's sync (see prepare).
+			w.postApply = g.applySeq
+			w.needSync = true
 		}
 	}
 	// Publish before answering, so a caller sees its write in Status.

@@ -14,37 +14,39 @@ import (
 
 // scheduler drives every group of the engine in cycles. A group enters the
 // queue when something arrives for it (a message, a request, a tick, a
-// snapshot report) or when raft has more to do after a cycle; an idle group
-// costs nothing. One cycle:
+// snapshot report, a response of a durable write) or when raft has more to
+// do after a cycle; an idle group costs nothing. One cycle:
 //
 //  1. prepare, in parallel on up to Config.Workers goroutines: each queued
 //     group steps its inbox into raft, takes a Ready, and builds its batches
 //     (raft log + hard state; state machine writes + apply state);
-//  2. commit, on the scheduler goroutine: every raft batch, then every apply
-//     batch, the last one with sync, so one fsync covers all groups of the
-//     cycle (group commit; Pebble's WAL is ordered, so syncing the last
-//     write makes the earlier ones durable too);
-//  3. finish, on the scheduler goroutine: advance raft, answer requests,
-//     then send the messages that had to wait, one batch per peer node.
+//  2. send the Readys' network messages, one batch per peer node;
+//  3. commit, on the scheduler goroutine: every raft batch, then every apply
+//     batch, without sync (Pebble's WAL is ordered, so whatever survives a
+//     crash is a prefix of them);
+//  4. finish: update the groups' log views, answer the requests whose
+//     entries were applied, and hand what waits for durability to the
+//     syncer with one WAL sync for the whole cycle (startSync).
 //
-// Messages that acknowledge local state (append and vote responses) leave
-// only after that state is durable; the others, notably the leader's
-// appends, leave between phases 1 and 2, so followers persist in parallel
-// with the leader (see mustFollowPersist). While a cycle commits, new work
-// queues up for the next one, so batches grow with load.
+// Nothing in a cycle waits for the disk, so a cycle is short and the next
+// one starts while the syncer waits; work that arrives meanwhile queues up
+// for the next cycle, so batches grow with load. See doc.go, "Durability".
 type scheduler struct {
 	e    *Engine
 	wake chan struct{}
 	done chan struct{}
 	// cycleStart is when the running cycle began (UnixNano), 0 while
-	// idle: a cycle that never ends (an fsync stuck on a dying disk)
-	// shows in Engine.Healthy.
+	// idle: a cycle that never ends (a write stuck on a dying disk) shows
+	// in Engine.Healthy.
 	cycleStart atomic.Int64
 
 	mu struct {
 		sync.Mutex
 		queue  []*group
 		closed bool
+		// failed is a sync error the syncer reported, handled once.
+		failed     error
+		failedDone bool
 	}
 }
 
@@ -88,7 +90,15 @@ func (s *scheduler) run() {
 		if len(q) > 0 {
 			s.mu.queue, spare = spare[:0], nil
 		}
+		failed := s.mu.failed
+		if s.mu.failedDone {
+			failed = nil
+		}
+		s.mu.failedDone = s.mu.failed != nil
 		s.mu.Unlock()
+		if failed != nil {
+			s.e.failAll(failed)
+		}
 		if len(q) == 0 {
 			if closed {
 				return
@@ -111,13 +121,8 @@ func (s *scheduler) cycle(q []*group) {
 	s.send(works, func(w *groupWork) []outMsg { return w.early })
 
 	var batches []*storage.Batch
-	needSync := false
 	for _, w := range works {
-		if w == nil {
-			continue
-		}
-		needSync = needSync || w.needSync
-		if w.raftBatch != nil {
+		if w != nil && w.raftBatch != nil {
 			batches = append(batches, w.raftBatch)
 		}
 	}
@@ -126,7 +131,20 @@ func (s *scheduler) cycle(q []*group) {
 			batches = append(batches, w.applyBatch)
 		}
 	}
-	err := commitAll(batches, needSync)
+	err := commitAll(batches)
+	for _, b := range batches {
+		_ = b.Close()
+	}
+	for _, w := range works {
+		if w == nil {
+			continue
+		}
+		w.raftBatch, w.applyBatch = nil, nil
+		w.g.finish(w, err)
+	}
+	if err == nil {
+		err = s.startSync(works)
+	}
 	var fatal *storage.FatalError
 	if errors.As(err, &fatal) {
 		// The store cannot write any more: every group stops now (their
@@ -136,31 +154,61 @@ func (s *scheduler) cycle(q []*group) {
 		// what is.
 		s.e.failAll(err)
 	}
-	for _, b := range batches {
-		_ = b.Close()
-	}
-
-	for _, w := range works {
-		if w == nil {
-			continue
-		}
-		w.raftBatch, w.applyBatch = nil, nil
-		w.g.finish(w, err)
-		if err != nil {
-			w.out = nil
-		}
-	}
-	s.send(works, func(w *groupWork) []outMsg { return w.out })
 }
 
-// commitAll commits batches in order, the last with sync when needSync.
-func commitAll(batches []*storage.Batch, needSync bool) (err error) {
-	for i, b := range batches {
-		if err = b.Commit(needSync && i == len(batches)-1); err != nil {
+// startSync asks for the sync the cycle's responses wait for and hands
+// them to the syncer. The sync is requested after finish, whose
+// post-apply releases may add to it, and after every batch of the cycle
+// was committed, so it covers them all.
+func (s *scheduler) startSync(works []*groupWork) error {
+	var it *syncItem
+	for _, w := range works {
+		if w == nil || !w.needSync {
+			continue
+		}
+		if it == nil {
+			it = &syncItem{}
+		}
+		it.waiters = append(it.waiters, syncWaiter{g: w.g, gen: w.gen, local: w.syncLocal, remote: w.syncRemote, postApply: w.postApply})
+	}
+	if it == nil {
+		return nil
+	}
+	ps, err := s.e.cfg.Storage.StartSync()
+	if err != nil {
+		for _, w := range it.waiters {
+			w.g.fail(fmt.Errorf("sync raft state: %w", err))
+		}
+		return err
+	}
+	it.ps, it.requested = ps, time.Now().UnixNano()
+	s.e.syncer.add(it)
+	return nil
+}
+
+// commitAll commits batches in order, without waiting for the disk: the
+// cycle's sync (startSync) makes them durable.
+func commitAll(batches []*storage.Batch) (err error) {
+	for _, b := range batches {
+		if err = b.Commit(false); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fail stops every group from the scheduler goroutine after the syncer
+// saw a sync fail.
+func (s *scheduler) fail(err error) {
+	s.mu.Lock()
+	if s.mu.failed == nil {
+		s.mu.failed = err
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // send hands the messages pick selects to the transport, one batch per
