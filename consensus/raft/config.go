@@ -54,10 +54,12 @@ type Config struct {
 	// ErrProposalDropped instead of queueing without bound. Default 64 MiB.
 	MaxUncommittedEntriesSize uint64
 
-	// LeaseReads serves ReadIndex from the leader's lease (raft's
-	// ReadOnlyLeaseBased, which relies on CheckQuorum and bounded clock
-	// drift) instead of confirming leadership with a quorum round trip per
-	// batch of reads. Default false (ReadOnlySafe).
+	// LeaseReads lets a leader serve linearizable reads (ReadIndex) from
+	// its lease, without a heartbeat round, while a quorum has recently
+	// acknowledged its leadership (lease.go: safe given CheckQuorum and
+	// clock rates within 10% of each other with the default ElectionTicks;
+	// void during transfers). Default false: every read batch confirms
+	// leadership with a heartbeat round. The daemon turns it on.
 	LeaseReads bool
 
 	// LogTruncateEntries triggers a log truncation once a group's log holds

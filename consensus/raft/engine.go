@@ -29,6 +29,9 @@ type Engine struct {
 	syncer    *syncer
 	ids       atomic.Uint64
 
+	// start is the origin of monoNow.
+	start time.Time
+
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // ticker, scheduler, snapshot sends
@@ -70,6 +73,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg:       cfg,
+		start:     time.Now(),
 		snapSends: make(chan struct{}, cfg.MaxSnapshotSends),
 		snapRecvs: make(chan struct{}, cfg.MaxSnapshotRecvs),
 	}
@@ -105,6 +109,10 @@ func New(cfg Config) (*Engine, error) {
 func (e *Engine) RegisterService(s *grpc.Server) {
 	transportpb.RegisterRaftTransportServer(s, &grpcService{h: e, node: e.cfg.NodeID})
 }
+
+// monoNow is the engine's monotonic clock in nanoseconds, always positive
+// (lease stamps, lease.go).
+func (e *Engine) monoNow() int64 { return int64(time.Since(e.start)) + 1 }
 
 func (e *Engine) nextID() uint64 {
 	for {
@@ -292,6 +300,9 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// A replica with state from before this start may have acknowledged a
+	// leader's lease (lease.go).
+	restarted := st != nil
 	if st == nil {
 		if st, err = e.bootstrap(cfg); err != nil {
 			return nil, err
@@ -318,6 +329,10 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 		proposals:   map[uint64]*request{},
 		readBatches: map[uint64]*readBatch{},
 		snapSending: map[uint64]uint64{},
+	}
+	g.lease.acks = map[uint64]int64{}
+	if restarted {
+		g.abstainUntil = uint64(e.cfg.ElectionTicks)
 	}
 	g.mu.changed = make(chan struct{})
 	g.mu.quorumOK = true
@@ -355,10 +370,6 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 // store with entries up to applied already applied.
 func (g *group) raftConfig(applied uint64) *etcdraft.Config {
 	cfg := &g.e.cfg
-	readOnly := etcdraft.ReadOnlySafe
-	if cfg.LeaseReads {
-		readOnly = etcdraft.ReadOnlyLeaseBased
-	}
 	return &etcdraft.Config{
 		ID:                        uint64(g.replicaID),
 		ElectionTick:              cfg.ElectionTicks,
@@ -371,7 +382,9 @@ func (g *group) raftConfig(applied uint64) *etcdraft.Config {
 		MaxInflightMsgs:           cfg.MaxInflightMsgs,
 		CheckQuorum:               true,
 		PreVote:                   true,
-		ReadOnlyOption:            readOnly,
+		// Leases are the engine's own (lease.go); raft's ReadIndex always
+		// confirms leadership with a heartbeat round.
+		ReadOnlyOption: etcdraft.ReadOnlySafe,
 		// Log writes are synced off the scheduler's path (syncer.go) and
 		// committed entries are applied without waiting for a sync.
 		AsyncStorageWrites: true,
@@ -590,7 +603,7 @@ func (e *Engine) HandleMessages(from consensus.NodeID, msgs []*transportpb.RaftM
 		if t := m.GetType(); t == pb.MsgHeartbeat || t == pb.MsgApp {
 			e.noteLeaderBeat(from)
 		}
-		g.deliver(inMsg{m: m, from: from, size: len(rm.GetMessage())})
+		g.deliver(inMsg{m: m, from: from, size: len(rm.GetMessage()), stamp: rm.GetLeaseStamp(), echo: rm.GetLeaseEcho()})
 	}
 }
 

@@ -544,3 +544,86 @@ func TestLeaderSilence(t *testing.T) {
 		return errors.New("the cut-off leader's silence does not grow")
 	})
 }
+
+// TestLeaseReads: with LeaseReads, a leader whose lease is valid answers
+// linearizable reads without sending anything; once the lease has run out
+// (no ticks, so no heartbeats renewed it) a read confirms leadership with
+// a heartbeat round, which renews the lease for the reads after it.
+func TestLeaseReads(t *testing.T) {
+	const tick = 50 * time.Millisecond // lease: (10-2) ticks = 400ms
+	c, net := newTestCluster(t, 4, func(cfg *Config) {
+		cfg.TestingKnobs.ManualTicks = true
+		cfg.LeaseReads = true
+		cfg.TickInterval = tick
+	})
+	c.StartGroup(1, c.Members())
+	leader := 0
+	eventually(t, waitTimeout, func() error {
+		for n := 1; n <= 4; n++ {
+			rawEngine(c, n).Tick()
+		}
+		for n := 1; n <= 4; n++ {
+			if c.Group(n, 1).Status().IsLeader() {
+				leader = n
+				return nil
+			}
+		}
+		return errors.New("no leader yet")
+	})
+	g := c.Group(leader, 1)
+	c.MustPropose(1, consensustest.Put("k", "v"))
+	quiet := func() int {
+		// Wait until the commit reached every follower and nothing moves.
+		last := -1
+		eventually(t, waitTimeout, func() error {
+			time.Sleep(20 * time.Millisecond)
+			sent := net.Stats().Sent
+			applied := g.Status().Applied
+			for n := 1; n <= 4; n++ {
+				if a := c.Group(n, 1).Status().Applied; a != applied {
+					return fmt.Errorf("node %d applied %d, leader %d", n, a, applied)
+				}
+			}
+			if sent != last {
+				last = sent
+				return errors.New("messages still moving")
+			}
+			return nil
+		})
+		return last
+	}
+	reads := func(n int) time.Duration {
+		start := time.Now()
+		for range n {
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			err := g.ReadIndex(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+		}
+		return time.Since(start)
+	}
+
+	// The lease holds for 400ms after the messages of the write (and the
+	// commit that followed) left; settle and read at once.
+	c.MustPropose(1, consensustest.Put("k", "w"))
+	before := quiet()
+	if d := reads(50); d > 200*time.Millisecond {
+		t.Logf("50 reads took %v; the lease may have run out meanwhile", d)
+	} else if sent := net.Stats().Sent - before; sent != 0 {
+		t.Fatalf("50 reads under a valid lease sent %d messages", sent)
+	}
+
+	time.Sleep(8*tick + 100*time.Millisecond) // the lease runs out
+	before = net.Stats().Sent
+	reads(1)
+	if sent := net.Stats().Sent - before; sent == 0 {
+		t.Fatal("a read after the lease ran out sent no heartbeat round")
+	}
+	before = quiet()
+	reads(20)
+	if sent := net.Stats().Sent - before; sent != 0 {
+		t.Fatalf("20 reads after the heartbeat round renewed the lease sent %d messages", sent)
+	}
+}

@@ -382,9 +382,6 @@ const (
 // the decoder leaves out (see decode).
 const knownBadTerm = 1 << 63
 
-// campaignTransfer is etcd raft's context of a leader transfer election.
-const campaignTransfer = "CampaignTransfer"
-
 // relative decodes a field from one byte: mostly near cur (cur-3 ..
 // cur+4), sometimes extreme.
 func relative(cur uint64, b byte) uint64 {

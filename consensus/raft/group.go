@@ -83,6 +83,8 @@ type inMsg struct {
 	m    *pb.Message
 	from consensus.NodeID
 	size int // encoded bytes
+	// stamp and echo are the message's lease fields (lease.go).
+	stamp, echo int64
 }
 
 type snapStatus struct {
@@ -186,6 +188,10 @@ type group struct {
 	proposedThisPass bool
 	// applySeq counts the cycles that applied entries (see postApply).
 	applySeq uint64
+	// lease is the read lease bookkeeping (lease.go); abstainUntil is the
+	// tick before which this replica refuses unforced votes (admitVote).
+	lease        leaseState
+	abstainUntil uint64
 	// pendingRetry asks the next pass to retry waiting requests and
 	// reissue reads (set when the leader changed).
 	pendingRetry bool

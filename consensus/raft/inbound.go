@@ -116,6 +116,8 @@ func (g *group) resetRaft() error {
 		return err
 	}
 	g.rn = rn
+	// The new RawNode forgot the leader it promised not to vote against.
+	g.abstainUntil = g.ticks + uint64(g.e.cfg.ElectionTicks)
 	bs := rn.BasicStatus()
 	g.term, g.commit, g.lead, g.raftState = bs.GetTerm(), bs.GetCommit(), bs.Lead, bs.RaftState
 	g.pendingRetry = true

@@ -81,7 +81,15 @@ var listModel = porcupine.Model{
 // with porcupine, and afterwards every acknowledged append must be in the
 // final lists exactly once. COSMOSD_LIN_DURATION overrides the duration
 // (default 15s, 3s with -short).
-func TestLinearizability(t *testing.T) {
+func TestLinearizability(t *testing.T) { runLinearizability(t, false) }
+
+// TestLinearizabilityLeaseReads is TestLinearizability with leader leases
+// (lease.go): half of the reads go to a replica that believes it leads,
+// deposed leaders included, and leadership transfers (whose forced
+// elections void leases) join the faults.
+func TestLinearizabilityLeaseReads(t *testing.T) { runLinearizability(t, true) }
+
+func runLinearizability(t *testing.T, lease bool) {
 	dur := 15 * time.Second
 	if testing.Short() {
 		dur = 3 * time.Second
@@ -97,6 +105,7 @@ func TestLinearizability(t *testing.T) {
 	t.Logf("seed %d, duration %v", seed, dur)
 	c, net := newTestCluster(t, 4, func(cfg *Config) {
 		cfg.LogTruncateEntries, cfg.LogRetainEntries = 200, 50 // exercise snapshots too
+		cfg.LeaseReads = lease
 	})
 	c.StartGroup(1, c.Members())
 	c.Leader(1)
@@ -162,6 +171,15 @@ func TestLinearizability(t *testing.T) {
 					}
 				case r < 8:
 					node := 1 + rng.Intn(4)
+					if lease && rng.Intn(2) == 0 {
+						// A replica that believes it leads serves from
+						// its lease: the reads a stale lease would break.
+						for n := 1; n <= 4; n++ {
+							if g := c.Group(n, 1); g != nil && g.Status().IsLeader() {
+								node = n
+							}
+						}
+					}
 					// Hold the node up while reading its store directly.
 					nodeLocks[node].RLock()
 					g, kv := c.Group(node, 1), c.KV(node, 1)
@@ -218,7 +236,11 @@ func TestLinearizability(t *testing.T) {
 	for time.Now().Before(deadline) {
 		pause(time.Duration(100+rng.Intn(200)) * time.Millisecond)
 		hold := time.Duration(200+rng.Intn(600)) * time.Millisecond
-		switch f := rng.Intn(5); f {
+		kinds := 5
+		if lease {
+			kinds = 6
+		}
+		switch f := rng.Intn(kinds); f {
 		case 0:
 			n := 1 + rng.Intn(4)
 			faults["isolate one replica"]++
@@ -248,6 +270,15 @@ func TestLinearizability(t *testing.T) {
 			net.Faults(0.05, 0.05, 15*time.Millisecond)
 			pause(hold)
 			net.Faults(0, 0, 0)
+		case 5:
+			n := c.Leader(1)
+			to := consensus.ReplicaID(1 + (n+rng.Intn(3))%4)
+			faults["transfer leadership"]++
+			if g := c.Group(n, 1); g != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), hold)
+				_ = g.TransferLeadership(ctx, to)
+				cancel()
+			}
 		}
 	}
 	close(stop)

@@ -118,11 +118,12 @@ func (g *group) prepare() (w *groupWork) {
 		}
 	}
 	for _, im := range in.msgs {
-		if !g.admit(im) {
+		if !g.admit(im) || !g.admitVote(im.m) {
 			continue
 		}
 		g.lastHeard[im.m.GetFrom()] = g.ticks
 		g.stepRemote(im)
+		g.noteLease(im)
 		if im.m.GetFrom() == g.lead || im.m.GetFrom() == g.rn.BasicStatus().Lead {
 			g.leaderContact = g.ticks
 		}
@@ -255,6 +256,7 @@ func (g *group) outbound(w *groupWork, m *pb.Message, dst *[]outMsg) error {
 	if err != nil {
 		return err
 	}
+	g.stampOutbound(m, rm)
 	*dst = append(*dst, outMsg{node: node, m: rm})
 	return nil
 }

@@ -78,7 +78,19 @@ func (g *group) handleRequests(reqs []*request, ticked bool) {
 		}
 	}
 	if len(reads) > 0 {
-		g.issueReads(reads)
+		if idx, ok := g.leaseReadIndex(); ok {
+			applied := g.store.state.appliedIndex
+			for _, r := range reads {
+				r.readIndex = idx
+				if idx <= applied {
+					r.finish(nil, nil)
+				} else {
+					g.readWaiters = append(g.readWaiters, r)
+				}
+			}
+		} else {
+			g.issueReads(reads)
+		}
 	}
 }
 

@@ -95,7 +95,15 @@ type RaftMessage struct {
 	FromReplica uint64                 `protobuf:"varint,2,opt,name=from_replica,json=fromReplica,proto3" json:"from_replica,omitempty"`
 	ToReplica   uint64                 `protobuf:"varint,3,opt,name=to_replica,json=toReplica,proto3" json:"to_replica,omitempty"`
 	// message is a go.etcd.io/raft/v3/raftpb.Message in its protobuf encoding.
-	Message       []byte `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	Message []byte `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// lease_stamp is set by a leader on its appends and heartbeats: when the
+	// message left, on a monotonic clock of the leader's own (nanoseconds,
+	// meaningless to anyone else). lease_echo is set by a follower on its
+	// answers to its leader: the highest lease_stamp it has stepped from that
+	// leader in the current term. They carry the leader's read lease
+	// (consensus/raft/lease.go).
+	LeaseStamp    int64 `protobuf:"varint,5,opt,name=lease_stamp,json=leaseStamp,proto3" json:"lease_stamp,omitempty"`
+	LeaseEcho     int64 `protobuf:"varint,6,opt,name=lease_echo,json=leaseEcho,proto3" json:"lease_echo,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -156,6 +164,20 @@ func (x *RaftMessage) GetMessage() []byte {
 		return x.Message
 	}
 	return nil
+}
+
+func (x *RaftMessage) GetLeaseStamp() int64 {
+	if x != nil {
+		return x.LeaseStamp
+	}
+	return 0
+}
+
+func (x *RaftMessage) GetLeaseEcho() int64 {
+	if x != nil {
+		return x.LeaseEcho
+	}
+	return 0
 }
 
 type MessagesResponse struct {
@@ -886,13 +908,17 @@ const file_transport_transport_proto_rawDesc = "" +
 	"\fMessageBatch\x12\x1b\n" +
 	"\tfrom_node\x18\x01 \x01(\x04R\bfromNode\x12\x17\n" +
 	"\ato_node\x18\x02 \x01(\x04R\x06toNode\x12:\n" +
-	"\bmessages\x18\x03 \x03(\v2\x1e.cosmosd.transport.RaftMessageR\bmessages\"\x7f\n" +
+	"\bmessages\x18\x03 \x03(\v2\x1e.cosmosd.transport.RaftMessageR\bmessages\"\xbf\x01\n" +
 	"\vRaftMessage\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\x04R\x05group\x12!\n" +
 	"\ffrom_replica\x18\x02 \x01(\x04R\vfromReplica\x12\x1d\n" +
 	"\n" +
 	"to_replica\x18\x03 \x01(\x04R\ttoReplica\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\fR\amessage\"\x12\n" +
+	"\amessage\x18\x04 \x01(\fR\amessage\x12\x1f\n" +
+	"\vlease_stamp\x18\x05 \x01(\x03R\n" +
+	"leaseStamp\x12\x1d\n" +
+	"\n" +
+	"lease_echo\x18\x06 \x01(\x03R\tleaseEcho\"\x12\n" +
 	"\x10MessagesResponse\"\xa1\x01\n" +
 	"\rSnapshotChunk\x129\n" +
 	"\x06header\x18\x01 \x01(\v2!.cosmosd.transport.SnapshotHeaderR\x06header\x12\x12\n" +

@@ -1,0 +1,176 @@
+package raft
+
+import (
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	transportpb "github.com/cosmosd/cosmosd/proto/transport"
+)
+
+// Leader leases (Config.LeaseReads).
+//
+// A linearizable read must see every write acknowledged before it began.
+// ReadIndex guarantees it with a heartbeat round per batch of reads: the
+// leader confirms that no other leader exists. A lease lets the leader skip
+// that round while it can prove no other leader can exist yet. Raft's own
+// ReadOnlyLeaseBased is not used: it trusts the leader's CheckQuorum, which
+// runs once per election timeout, so a deposed leader may serve for up to
+// two timeouts while a new one can be elected after one, and it ignores
+// leadership transfers, whose forced elections bypass every lease.
+//
+// The argument. With CheckQuorum, a follower that stepped an append or
+// heartbeat from its leader refuses to vote (or pre-vote) for anyone else
+// until ElectionTicks of its ticks have passed (raft's inLease), unless the
+// vote is a forced leadership transfer. A leader stamps its appends and
+// heartbeats with its monotonic clock when they leave (lease_stamp);
+// followers echo the highest stamp they have stepped from their current
+// leader in the current term on their answers (lease_echo). If a quorum of
+// voters (the leader counting as now; both halves of a joint
+// configuration) has echoed a stamp of at least s, every election quorum
+// contains a follower that will refuse votes until at least
+// s + (ElectionTicks-1) ticks of its own clock (a tick may come just after
+// the step), so no other leader can exist before then. The leader serves
+// reads from its state machine until s + (ElectionTicks-2) ticks of its
+// clock: one tick of margin allows the clocks' rates to differ by 10% with
+// the default ElectionTicks. Paused leaders are safe (the monotonic clock
+// runs on); paused or slow followers only refuse votes for longer.
+//
+// Exceptions, where the lease is void and reads use ReadIndex:
+//   - the leader has sent a MsgTimeoutNow in its term (a transfer forces an
+//     election that ignores leases): void for the rest of the term;
+//   - the leader has not yet committed an entry of its term (its commit
+//     index may be behind its predecessor's);
+//   - the configuration is joint (in transition).
+//
+// A follower that restarted has lost its refusal (it forgets its leader),
+// so a replica that starts from existing state refuses every vote that is
+// not a forced transfer for ElectionTicks ticks after it starts (see
+// admitVote), which delays elections after a restart by no more than the
+// election timeout raft waits anyway.
+//
+// The read index of a lease read is the leader's commit index: it covers
+// every write this leader acknowledged (it answers only what it applied)
+// and, once the leader committed an entry of its term, every write of
+// earlier terms.
+
+// leaseState is a group's lease bookkeeping (scheduler-owned).
+type leaseState struct {
+	// Leader side, for term: the highest stamp sent, and the highest
+	// echo per voter.
+	term      uint64
+	lastStamp int64
+	acks      map[uint64]int64
+	// transferTerm is a term in which this replica sent MsgTimeoutNow.
+	transferTerm uint64
+	// Follower side: the highest stamp stepped from lead in echoTerm.
+	echo     int64
+	echoLead uint64
+	echoTerm uint64
+}
+
+// noteLease records the lease fields of an inbound message after it was
+// stepped.
+func (g *group) noteLease(im inMsg) {
+	if im.stamp <= 0 && im.echo <= 0 {
+		return
+	}
+	bs := g.rn.BasicStatus()
+	term := bs.GetTerm()
+	m := im.m
+	if m.GetTerm() != term {
+		return
+	}
+	ls := &g.lease
+	switch {
+	case bs.RaftState == etcdraft.StateLeader && im.echo > 0:
+		if ls.term != term || im.echo > ls.lastStamp {
+			return // not an echo of a stamp this leader sent in its term
+		}
+		if im.echo > ls.acks[m.GetFrom()] {
+			ls.acks[m.GetFrom()] = im.echo
+		}
+	case bs.RaftState == etcdraft.StateFollower && im.stamp > 0 && m.GetFrom() == bs.Lead &&
+		(m.GetType() == pb.MsgApp || m.GetType() == pb.MsgHeartbeat):
+		if ls.echoTerm != term || ls.echoLead != bs.Lead {
+			ls.echo, ls.echoTerm, ls.echoLead = 0, term, bs.Lead
+		}
+		ls.echo = max(ls.echo, im.stamp)
+	}
+}
+
+// stampOutbound sets the lease fields of an outbound message.
+func (g *group) stampOutbound(m *pb.Message, rm *transportpb.RaftMessage) {
+	ls := &g.lease
+	switch m.GetType() {
+	case pb.MsgApp, pb.MsgHeartbeat:
+		if g.raftState != etcdraft.StateLeader || !g.e.cfg.LeaseReads {
+			return
+		}
+		if ls.term != m.GetTerm() {
+			ls.term, ls.lastStamp = m.GetTerm(), 0
+			clear(ls.acks)
+		}
+		s := g.e.monoNow()
+		ls.lastStamp = max(ls.lastStamp, s)
+		rm.LeaseStamp = s
+	case pb.MsgAppResp, pb.MsgHeartbeatResp:
+		if ls.echo > 0 && ls.echoTerm == m.GetTerm() && ls.echoLead == m.GetTo() {
+			rm.LeaseEcho = ls.echo
+		}
+	case pb.MsgTimeoutNow:
+		ls.transferTerm = m.GetTerm()
+	}
+}
+
+// leaseReadIndex returns the index a linearizable read may be served at
+// without a ReadIndex round, or false when the lease is void.
+func (g *group) leaseReadIndex() (uint64, bool) {
+	if !g.e.cfg.LeaseReads || g.raftState != etcdraft.StateLeader {
+		return 0, false
+	}
+	ls := &g.lease
+	if ls.term != g.term || ls.transferTerm == g.term {
+		return 0, false
+	}
+	cs := g.store.state.confState
+	if isJoint(cs) {
+		return 0, false
+	}
+	if t, err := g.store.Term(g.commit); err != nil || t != g.term {
+		return 0, false
+	}
+	now := g.e.monoNow()
+	valid := int64(g.e.cfg.ElectionTicks-2) * int64(g.e.cfg.TickInterval)
+	acked := func(voters []uint64) bool {
+		n := 0
+		for _, v := range voters {
+			if v == uint64(g.replicaID) || now-ls.acks[v] < valid {
+				n++
+			}
+		}
+		return n > len(voters)/2
+	}
+	if !acked(cs.GetVoters()) {
+		return 0, false
+	}
+	return g.commit, true
+}
+
+// admitVote reports whether a vote request may be stepped: a replica that
+// started from existing state, or whose RawNode was rebuilt, abstains (but
+// for forced transfers) until tick abstainUntil, an election timeout, since
+// it may have promised a leader its refusal before (see "Leader leases").
+func (g *group) admitVote(m *pb.Message) bool {
+	t := m.GetType()
+	if t != pb.MsgVote && t != pb.MsgPreVote {
+		return true
+	}
+	if g.ticks >= g.abstainUntil {
+		return true
+	}
+	return string(m.GetContext()) == campaignTransfer
+}
+
+// campaignTransfer is the context raft puts on the votes of a forced
+// election (etcdraft's campaignTransfer, which it does not export).
+const campaignTransfer = "CampaignTransfer"
