@@ -26,7 +26,7 @@ NEMESIS_SHORT    ?= 3m
 NEMESIS_TIMEOUT  ?= 60m
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-unit fuzz-smoke fuzz lint proto run bench deps clean dist verify-unit e2e-ansible e2e e2e-clean nemesis
+.PHONY: all build test test-unit fuzz-smoke fuzz lint proto run bench bench-ycsb deps clean dist verify-unit e2e-ansible e2e e2e-clean nemesis
 
 all: build
 
@@ -110,6 +110,14 @@ run: build
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+
+# bench-ycsb runs YCSB workload A (go-ycsb, built from the module proxy into
+# bin/bench/ by bench/ycsb, its own module) against a 4-member etcd
+# (Debian's etcd-server, installed when missing) and a 4-node cosmosd, one
+# after the other on loopback, and prints both, the ratios and issue 13's
+# targets; about 5 minutes after the builds. YCSB_* settings: see scripts/bench-ycsb.sh.
+bench-ycsb: build
+	GO=$(GO) ./scripts/bench-ycsb.sh
 
 # dist builds versioned static binaries, a tarball with the systemd unit and
 # the default configuration, and a Debian package into dist/.
