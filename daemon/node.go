@@ -317,6 +317,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.events = cql.NewEventSource(n.meta, n.logger)
 	reqMetrics := newRequestMetrics(n.metrics)
 	n.metrics.MustRegister(newPartitionCollector(n))
+	if re, ok := n.cons.(*raft.Engine); ok {
+		n.metrics.MustRegister(newRaftCollector(re))
+	}
 	n.cqlSrv = cql.NewServer(cql.Config{Executor: n.exec, Events: n.events, MaxFrameBytes: cfg.MaxFrameBytes, Observe: reqMetrics.observe,
 		MaxRequestsPerConnection: cfg.MaxRequestsPerConnection, RequestTimeout: cfg.RequestTimeout, Logger: n.logger,
 		MaxConnections: cfg.MaxConnections, MaxConnectionsPerClient: cfg.MaxConnectionsPerClient, IdleTimeout: *cfg.IdleTimeout,

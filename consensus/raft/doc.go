@@ -167,6 +167,6 @@
 // daemon's gRPC server; the daemon restarts the groups PersistedGroups lists
 // (StartGroup with empty Members) and starts new ones. Close stops every
 // group (pending requests fail with consensus.ErrStopped), the transport,
-// the ticker and the scheduler; it is safe to call twice and does not
-// close the storage engine.
+// the ticker, the scheduler and then the syncer (after the syncs it waits
+// for); it is safe to call twice and does not close the storage engine.
 package raft

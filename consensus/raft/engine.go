@@ -174,6 +174,26 @@ func (e *Engine) Healthy() error {
 	return e.syncer.stalled(e.cfg.StallTimeout)
 }
 
+// Stats are cumulative counters of the engine's work since it started,
+// for metrics: a rising SyncTime per sync is a slow disk, a rising
+// CycleTime per cycle a busy scheduler.
+type Stats struct {
+	Cycles    int64
+	CycleTime time.Duration
+	// Syncs are the WAL syncs acknowledgements waited for; SyncTime is
+	// their total time from request to completion.
+	Syncs    int64
+	SyncTime time.Duration
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats {
+	return Stats{
+		Cycles: e.sched.cycles.Load(), CycleTime: time.Duration(e.sched.cycleNanos.Load()),
+		Syncs: e.syncer.syncs.Load(), SyncTime: time.Duration(e.syncer.syncNanos.Load()),
+	}
+}
+
 // failAll stops every group after a failure of the store. Scheduler
 // goroutine only, between the phases of a cycle.
 func (e *Engine) failAll(err error) {

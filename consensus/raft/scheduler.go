@@ -39,6 +39,9 @@ type scheduler struct {
 	// idle: a cycle that never ends (a write stuck on a dying disk) shows
 	// in Engine.Healthy.
 	cycleStart atomic.Int64
+	// cycles and cycleNanos count the cycles run and their time
+	// (Engine.Stats).
+	cycles, cycleNanos atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -106,9 +109,12 @@ func (s *scheduler) run() {
 			<-s.wake
 			continue
 		}
-		s.cycleStart.Store(time.Now().UnixNano())
+		start := time.Now()
+		s.cycleStart.Store(start.UnixNano())
 		s.cycle(q)
 		s.cycleStart.Store(0)
+		s.cycles.Add(1)
+		s.cycleNanos.Add(int64(time.Since(start)))
 		clear(q)
 		spare = q
 	}

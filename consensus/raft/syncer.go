@@ -34,6 +34,9 @@ type syncer struct {
 	// (UnixNano), 0 while idle: a sync that never ends (a dying disk)
 	// shows in Engine.Healthy.
 	waitStart atomic.Int64
+	// syncs and syncNanos count the syncs waited for and their time from
+	// request to completion (Engine.Stats).
+	syncs, syncNanos atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -114,6 +117,8 @@ func (s *syncer) run() {
 			s.waitStart.Store(it.requested)
 			err := it.ps.Wait()
 			s.waitStart.Store(0)
+			s.syncs.Add(1)
+			s.syncNanos.Add(time.Now().UnixNano() - it.requested)
 			if err != nil {
 				// Nothing of this sync or later ones may be released:
 				// the writes may not be durable. The scheduler stops

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -79,6 +80,14 @@ func TestFailedReplicaIsReplaced(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
 			t.Fatalf("GET %s: %d, want 200 with %q in:\n%.2000s", path, resp.StatusCode, want, body)
 		}
+		if path == "/metrics" {
+			// The raft engine's counters: this node has synced its log.
+			for _, m := range []string{"cosmosd_raft_wal_syncs_total", "cosmosd_raft_cycles_total"} {
+				if v := metricValue(string(body), m); v <= 0 {
+					t.Errorf("/metrics: %s = %v, want > 0", m, v)
+				}
+			}
+		}
 	}
 	// Local reads at ONE refuse the failed replica.
 	if _, err := rep.Read(context.Background(), &kvpb.ReadRequest{PartitionId: part, TableId: rep.Descriptor().GetTableId()}); err == nil {
@@ -140,4 +149,19 @@ func TestFailedReplicaIsReplaced(t *testing.T) {
 			}
 		}
 	}
+}
+
+// metricValue returns the value of an unlabelled metric in a Prometheus
+// text exposition, -1 when absent.
+func metricValue(body, name string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return -1
+			}
+			return f
+		}
+	}
+	return -1
 }
