@@ -303,32 +303,14 @@ func (b *Batch) Commit(sync bool) (err error) {
 	return b.e.noteErr(b.b.Commit(opts))
 }
 
-// PendingSync is a sync of the WAL that has been requested and may still
-// be in progress: once Wait returns nil, every batch committed to the
-// engine before StartSync returned is durable (Pebble's WAL is one ordered
-// log, so syncing it makes all earlier writes durable, whichever goroutine
-// committed them).
+// PendingSync is a WAL sync that has been requested and may still be in
+// progress: once Wait returns nil, the batch that requested it and every
+// batch committed to the engine before it are durable (Pebble's WAL is one
+// ordered log, so syncing it makes all earlier writes durable, whichever
+// goroutine committed them).
 type PendingSync struct {
 	b *pebble.Batch
 	e *Engine
-}
-
-// StartSync asks for a WAL sync without waiting for it: the writes that
-// need durability are committed without sync, and whoever must know they
-// are durable waits on the PendingSync, off the committing goroutine's
-// path. Pebble groups the syncs that concurrent and successive callers
-// request (its commit pipeline), so a StartSync per cycle costs one fsync
-// at most, usually fewer.
-func (e *Engine) StartSync() (ps *PendingSync, err error) {
-	defer recoverFatal(&err)
-	b := e.db.NewBatch()
-	// A LogData record: nothing for readers, but a WAL write to sync.
-	_ = b.LogData(nil, nil)
-	if err := e.noteErr(e.db.ApplyNoSyncWait(b, pebble.Sync)); err != nil {
-		_ = b.Close()
-		return nil, err
-	}
-	return &PendingSync{b: b, e: e}, nil
 }
 
 // Wait waits until the sync is done and reports its error. Call it once.
@@ -339,6 +321,32 @@ func (p *PendingSync) Wait() (err error) {
 	}
 	return p.b.Close()
 }
+
+// CommitNoSyncWait commits the batch and requests a WAL sync without
+// waiting for it: the batch's writes are visible when it returns, and
+// durable (with everything committed before) once the PendingSync's Wait
+// returns nil, which another goroutine may wait for, off the committing
+// goroutine's path. Pebble groups the syncs that successive and concurrent
+// callers request, so one per cycle costs one fsync at most. An empty
+// batch still requests a sync. The PendingSync owns the batch from then
+// on: do not Close it.
+func (b *Batch) CommitNoSyncWait() (ps *PendingSync, err error) {
+	defer recoverFatal(&err)
+	if b.b.Empty() {
+		// A LogData record: nothing for readers, but a WAL write to sync
+		// (Pebble skips empty batches).
+		_ = b.b.LogData(nil, nil)
+	}
+	if err := b.e.noteErr(b.e.db.ApplyNoSyncWait(b.b, pebble.Sync)); err != nil {
+		_ = b.b.Close()
+		return nil, err
+	}
+	return &PendingSync{b: b.b, e: b.e}, nil
+}
+
+// Append adds the writes of other (a batch of this engine, indexed or
+// not, left unchanged) to b, after b's own.
+func (b *Batch) Append(other *Batch) error { return b.b.Apply(other.b, nil) }
 
 // Close releases the batch. A batch that is closed without Commit is dropped.
 func (b *Batch) Close() error { return b.b.Close() }

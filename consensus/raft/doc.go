@@ -51,10 +51,10 @@
 // durable state: a follower's append acknowledgement, votes, the leader's
 // own acknowledgement; they are the MsgStorageAppend's Responses). Then, on
 // the scheduler goroutine: commit every raft batch, then every apply batch,
-// all without sync; answer the proposals whose entries were applied; step
-// the apply responses; ask the store for one WAL sync
-// (storage.Engine.StartSync) and hand the held-back responses to the
-// syncer. The next cycle starts at once: a group appends, replicates and
+// as one Pebble batch, requesting a WAL sync without waiting for it
+// (storage.Batch.CommitNoSyncWait) when anything waits for durability;
+// answer the proposals whose entries were applied; step the apply
+// responses; hand the held-back responses to the syncer. The next cycle starts at once: a group appends, replicates and
 // applies while its earlier appends are being synced, and one fsync
 // serves every group and cycle that asked since the previous one.
 //

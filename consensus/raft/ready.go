@@ -310,7 +310,7 @@ func (g *group) finish(w *groupWork, err error) {
 	w.applyResps = nil
 	if w.newState != nil {
 		g.applySeq++
-		if pa, ok := g.sm.(consensus.PostApplier); ok && pa.PostApplyPending() {
+		if g.postApplyPending() {
 			// The state machine's post-apply work (starting a split's
 			// right half) runs once this apply is durable: the syncer
 			// releases it after the cycle's sync (see prepare).
@@ -359,6 +359,13 @@ func (g *group) finish(w *groupWork, err error) {
 	if g.rn.HasReady() || g.pendingRetry {
 		g.requeue()
 	}
+}
+
+// postApplyPending reports whether the state machine has post-apply work
+// waiting for the applies so far to be durable.
+func (g *group) postApplyPending() bool {
+	pa, ok := g.sm.(consensus.PostApplier)
+	return ok && pa.PostApplyPending()
 }
 
 // requeue schedules g for the next cycle.

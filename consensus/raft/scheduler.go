@@ -22,11 +22,11 @@ import (
 //     (raft log + hard state; state machine writes + apply state);
 //  2. send the Readys' network messages, one batch per peer node;
 //  3. commit, on the scheduler goroutine: every raft batch, then every apply
-//     batch, without sync (Pebble's WAL is ordered, so whatever survives a
-//     crash is a prefix of them);
+//     batch, as one Pebble batch (one WAL write, atomic), requesting a WAL
+//     sync without waiting for it when anything waits for durability;
 //  4. finish: update the groups' log views, answer the requests whose
 //     entries were applied, and hand what waits for durability to the
-//     syncer with one WAL sync for the whole cycle (startSync).
+//     syncer (handOff).
 //
 // Nothing in a cycle waits for the disk, so a cycle is short and the next
 // one starts while the syncer waits; work that arrives meanwhile queues up
@@ -126,30 +126,15 @@ func (s *scheduler) cycle(q []*group) {
 
 	s.send(works, func(w *groupWork) []outMsg { return w.early })
 
-	var batches []*storage.Batch
-	for _, w := range works {
-		if w != nil && w.raftBatch != nil {
-			batches = append(batches, w.raftBatch)
-		}
-	}
-	for _, w := range works {
-		if w != nil && w.applyBatch != nil {
-			batches = append(batches, w.applyBatch)
-		}
-	}
-	err := commitAll(batches)
-	for _, b := range batches {
-		_ = b.Close()
-	}
+	ps, err := s.commit(works)
 	for _, w := range works {
 		if w == nil {
 			continue
 		}
-		w.raftBatch, w.applyBatch = nil, nil
 		w.g.finish(w, err)
 	}
 	if err == nil {
-		err = s.startSync(works)
+		s.handOff(works, ps)
 	}
 	var fatal *storage.FatalError
 	if errors.As(err, &fatal) {
@@ -162,45 +147,74 @@ func (s *scheduler) cycle(q []*group) {
 	}
 }
 
-// startSync asks for the sync the cycle's responses wait for and hands
-// them to the syncer. The sync is requested after finish, whose
-// post-apply releases may add to it, and after every batch of the cycle
-// was committed, so it covers them all.
-func (s *scheduler) startSync(works []*groupWork) error {
-	var it *syncItem
+// commit writes the cycle's batches as one: every raft batch, then every
+// apply batch, so that on disk the applied index never passes the log and
+// commit index (Pebble's WAL is ordered and a batch is atomic). When
+// anything waits for durability (responses, post-apply work) it requests a
+// WAL sync without waiting for it; the syncer waits (handOff).
+func (s *scheduler) commit(works []*groupWork) (*storage.PendingSync, error) {
+	cb := s.e.cfg.Storage.NewWriteBatch()
+	needSync := false
+	var err error
+	add := func(b *storage.Batch) {
+		if b != nil && err == nil {
+			err = cb.Append(b)
+		}
+	}
 	for _, w := range works {
-		if w == nil || !w.needSync {
+		if w != nil {
+			add(w.raftBatch)
+		}
+	}
+	for _, w := range works {
+		if w == nil {
 			continue
 		}
-		if it == nil {
-			it = &syncItem{}
+		add(w.applyBatch)
+		if w.needSync || (w.applyBatch != nil && w.g.postApplyPending()) {
+			needSync = true
 		}
-		it.waiters = append(it.waiters, syncWaiter{g: w.g, gen: w.gen, local: w.syncLocal, remote: w.syncRemote, postApply: w.postApply})
 	}
-	if it == nil {
-		return nil
+	for _, w := range works {
+		if w != nil {
+			if w.raftBatch != nil {
+				_ = w.raftBatch.Close()
+			}
+			if w.applyBatch != nil {
+				_ = w.applyBatch.Close()
+			}
+			w.raftBatch, w.applyBatch = nil, nil
+		}
 	}
-	ps, err := s.e.cfg.Storage.StartSync()
 	if err != nil {
-		for _, w := range it.waiters {
-			w.g.fail(fmt.Errorf("sync raft state: %w", err))
-		}
-		return err
+		_ = cb.Close()
+		return nil, err
 	}
-	it.ps, it.requested = ps, time.Now().UnixNano()
-	s.e.syncer.add(it)
-	return nil
+	if needSync {
+		return cb.CommitNoSyncWait()
+	}
+	defer cb.Close()
+	if cb.Empty() {
+		return nil, nil
+	}
+	return nil, cb.Commit(false)
 }
 
-// commitAll commits batches in order, without waiting for the disk: the
-// cycle's sync (startSync) makes them durable.
-func commitAll(batches []*storage.Batch) (err error) {
-	for _, b := range batches {
-		if err = b.Commit(false); err != nil {
-			return err
+// handOff gives the syncer what the cycle's responses and post-apply work
+// wait for, with the sync commit requested.
+func (s *scheduler) handOff(works []*groupWork, ps *storage.PendingSync) {
+	if ps == nil {
+		return
+	}
+	it := &syncItem{ps: ps, requested: time.Now().UnixNano()}
+	for _, w := range works {
+		if w != nil && w.needSync {
+			it.waiters = append(it.waiters, syncWaiter{g: w.g, gen: w.gen, local: w.syncLocal, remote: w.syncRemote, postApply: w.postApply})
 		}
 	}
-	return nil
+	// Waited for even without waiters: a later sync's waiters are released
+	// in order after it.
+	s.e.syncer.add(it)
 }
 
 // fail stops every group from the scheduler goroutine after the syncer

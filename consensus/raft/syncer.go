@@ -15,7 +15,7 @@ import (
 
 // syncer makes the engine's writes durable off the scheduler's path. The
 // scheduler commits every batch of a cycle without waiting for the disk,
-// asks the store for a WAL sync (storage.Engine.StartSync) and hands the
+// asks the store for a WAL sync (storage.Batch.CommitNoSyncWait) and hands the
 // syncer what must wait for that sync: the raft messages that attest
 // durable state (doc.go, "Durability") and a state machine's post-apply
 // work. The syncer waits for each sync in cycle order and then releases

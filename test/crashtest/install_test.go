@@ -29,14 +29,22 @@ func TestCrashAfterPartitionSnapshotInstall(t *testing.T) {
 	w := startWriter(c, "before")
 	time.Sleep(50 * time.Millisecond)
 	c.down(lagging)
+	downAt := time.Now()
 	// Enough writes for the leader to truncate its log past the lagging
-	// replica (LogTruncateEntries 50): it will need a snapshot.
+	// replica (LogTruncateEntries 50): it will need a snapshot. The leader
+	// keeps what a recently active follower needs, and notices the
+	// follower is gone within two election timeouts (CheckQuorum, 200ms
+	// here): 100 writes after 300ms are enough, however fast the writes.
 	deadline := time.Now().Add(timeout)
+	atQuiet := -1
 	for {
 		w.mu.Lock()
 		n := len(w.acked)
 		w.mu.Unlock()
-		if n > 200 {
+		if atQuiet < 0 && time.Since(downAt) > 300*time.Millisecond {
+			atQuiet = n
+		}
+		if n > 200 && atQuiet >= 0 && n > atQuiet+100 {
 			break
 		}
 		if time.Now().After(deadline) {
