@@ -64,6 +64,10 @@ func main() {
 		p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
 		fmt.Printf("%-7s p50 %6.2f ms  p90 %6.2f ms  p99 %6.2f ms\n", name, ms(p(0.5)), ms(p(0.9)), ms(p(0.99)))
 	}
+	keys := 16
+	run("update", func(i int) error {
+		return s.Query("UPDATE probe.t SET v = ? WHERE k = ?", val, fmt.Sprint(i%keys)).Exec()
+	})
 	run("local", func(i int) error {
 		var v string
 		return s.Query("SELECT release_version FROM system.local").Scan(&v)
@@ -71,10 +75,6 @@ func main() {
 	run("one", func(i int) error {
 		var v string
 		return s.Query("SELECT v FROM probe.t WHERE k = ?", fmt.Sprint(i%16)).Consistency(gocql.One).Scan(&v)
-	})
-	keys := 16
-	run("update", func(i int) error {
-		return s.Query("UPDATE probe.t SET v = ? WHERE k = ?", val, fmt.Sprint(i%keys)).Exec()
 	})
 	run("read", func(i int) error {
 		var v string
