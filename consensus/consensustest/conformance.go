@@ -276,39 +276,26 @@ func (c *Cluster) Epoch(node int) uint64 { return c.epochs[node-1].Load() }
 // Harness.Crashable.
 func (c *Cluster) Crash(nodes ...int) {
 	c.t.Helper()
-	clones := c.CrashPoint(nodes...)
-	for i, n := range nodes {
-		c.stopNodeQuiet(n-1, true)
-		c.mu.Lock()
-		c.fss[n-1] = clones[i]
-		c.mu.Unlock()
-	}
+	c.crash(nodes, c.CrashPoint(nodes...))
 }
 
 // CrashSynced is Crash on the strictest disk: everything the nodes did not
 // sync is lost. It returns their filesystems as they restart from them.
 func (c *Cluster) CrashSynced(nodes ...int) []*vfs.MemFS {
 	c.t.Helper()
-	if !c.h.Crashable {
-		c.t.Fatal("consensustest: CrashSynced needs a crashable harness")
-	}
-	for _, n := range nodes {
-		c.epochs[n-1].Add(1)
-		c.h.Silence(c.t, consensus.NodeID(n), true)
-	}
-	clones := make([]*vfs.MemFS, len(nodes))
-	c.mu.Lock()
-	for i, n := range nodes {
-		clones[i] = c.fss[n-1].CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
-	}
-	c.mu.Unlock()
+	clones := c.crashPoint(nodes, func() vfs.CrashCloneCfg { return vfs.CrashCloneCfg{UnsyncedDataPercent: 0} })
+	c.crash(nodes, clones)
+	return clones
+}
+
+// crash stops nodes and gives them the filesystems a crash point left.
+func (c *Cluster) crash(nodes []int, clones []*vfs.MemFS) {
 	for i, n := range nodes {
 		c.stopNodeQuiet(n-1, true)
 		c.mu.Lock()
 		c.fss[n-1] = clones[i]
 		c.mu.Unlock()
 	}
-	return clones
 }
 
 // StoreDir is the directory of every node's store on its filesystem in a
@@ -322,6 +309,16 @@ const StoreDir = "store"
 // replaces the filesystems with ReplaceFS after StopNode.
 func (c *Cluster) CrashPoint(nodes ...int) []*vfs.MemFS {
 	c.t.Helper()
+	// Pebble's crash clones keep a random part of the unsynced data, as a
+	// real disk might (called under c.mu, which guards c.rng).
+	return c.crashPoint(nodes, func() vfs.CrashCloneCfg {
+		return vfs.CrashCloneCfg{UnsyncedDataPercent: c.rng.Intn(100), RNG: randv2.New(randv2.NewPCG(uint64(c.rng.Int63()), 0))}
+	})
+}
+
+// crashPoint is CrashPoint with the clone configuration of each node.
+func (c *Cluster) crashPoint(nodes []int, cfg func() vfs.CrashCloneCfg) []*vfs.MemFS {
+	c.t.Helper()
 	if !c.h.Crashable {
 		c.t.Fatal("consensustest: Crash needs a crashable harness")
 	}
@@ -333,9 +330,7 @@ func (c *Cluster) CrashPoint(nodes ...int) []*vfs.MemFS {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, n := range nodes {
-		// Pebble's crash clones keep a random part of the unsynced data,
-		// as a real disk might.
-		clones[i] = c.fss[n-1].CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: c.rng.Intn(100), RNG: randv2.New(randv2.NewPCG(uint64(c.rng.Int63()), 0))})
+		clones[i] = c.fss[n-1].CrashClone(cfg())
 	}
 	return clones
 }
