@@ -102,10 +102,7 @@ func (t *grpcTransport) Send(to consensus.NodeID, msgs []*transportpb.RaftMessag
 	if len(dropped) > 0 {
 		t.h.ReportUnreachable(to, dropped)
 	}
-	select {
-	case p.signal <- struct{}{}:
-	default:
-	}
+	poke(p.signal)
 }
 
 // conn returns the peer's client connection, dialling it if needed.
@@ -236,10 +233,7 @@ func (p *peer) run() {
 		more := len(p.mu.queue) > 0
 		p.mu.Unlock()
 		if more {
-			select {
-			case p.signal <- struct{}{}:
-			default:
-			}
+			poke(p.signal)
 		}
 	}
 }

@@ -47,9 +47,17 @@ type scheduler struct {
 		sync.Mutex
 		queue  []*group
 		closed bool
-		// failed is a sync error the syncer reported, handled once.
-		failed     error
-		failedDone bool
+		// failed is a sync error the syncer reported, not yet handled.
+		failed error
+	}
+}
+
+// poke wakes the goroutine that waits on ch (a channel of capacity one)
+// without blocking: a wake-up already pending covers this one.
+func poke(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -63,10 +71,7 @@ func (s *scheduler) enqueue(g *group) {
 	s.mu.Lock()
 	s.mu.queue = append(s.mu.queue, g)
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	poke(s.wake)
 }
 
 // close makes run return once the queue is empty.
@@ -74,10 +79,7 @@ func (s *scheduler) close() {
 	s.mu.Lock()
 	s.mu.closed = true
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	poke(s.wake)
 	<-s.done
 }
 
@@ -94,10 +96,7 @@ func (s *scheduler) run() {
 			s.mu.queue, spare = spare[:0], nil
 		}
 		failed := s.mu.failed
-		if s.mu.failedDone {
-			failed = nil
-		}
-		s.mu.failedDone = s.mu.failed != nil
+		s.mu.failed = nil
 		s.mu.Unlock()
 		if failed != nil {
 			s.e.failAll(failed)
@@ -221,14 +220,9 @@ func (s *scheduler) handOff(works []*groupWork, ps *storage.PendingSync) {
 // saw a sync fail.
 func (s *scheduler) fail(err error) {
 	s.mu.Lock()
-	if s.mu.failed == nil {
-		s.mu.failed = err
-	}
+	s.mu.failed = err
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	poke(s.wake)
 }
 
 // send hands the messages pick selects to the transport, one batch per
@@ -281,12 +275,19 @@ func (s *scheduler) parallel(n int, f func(int)) {
 
 // stalled reports a cycle that has run longer than limit.
 func (s *scheduler) stalled(limit time.Duration) error {
-	start := s.cycleStart.Load()
-	if start == 0 {
-		return nil
-	}
-	if d := time.Since(time.Unix(0, start)); d > limit {
+	if d, ok := overdue(&s.cycleStart, limit); ok {
 		return fmt.Errorf("raft: a scheduling cycle has run for %s (a write or sync that does not return: is the disk failing?)", d.Round(time.Second))
 	}
 	return nil
+}
+
+// overdue reports how long the operation that began at *start (UnixNano;
+// 0 while none runs) has been running, when that is longer than limit.
+func overdue(start *atomic.Int64, limit time.Duration) (time.Duration, bool) {
+	t := start.Load()
+	if t == 0 {
+		return 0, false
+	}
+	d := time.Since(time.Unix(0, t))
+	return d, d > limit
 }

@@ -75,10 +75,7 @@ func (s *syncer) add(it *syncItem) {
 	s.mu.Lock()
 	s.mu.queue = append(s.mu.queue, it)
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	poke(s.wake)
 }
 
 // close makes run return once every queued sync is done.
@@ -86,10 +83,7 @@ func (s *syncer) close() {
 	s.mu.Lock()
 	s.mu.closed = true
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	poke(s.wake)
 	<-s.done
 }
 
@@ -148,11 +142,7 @@ func (s *syncer) run() {
 
 // stalled reports a sync that has been pending for longer than limit.
 func (s *syncer) stalled(limit time.Duration) error {
-	start := s.waitStart.Load()
-	if start == 0 {
-		return nil
-	}
-	if d := time.Since(time.Unix(0, start)); d > limit {
+	if d, ok := overdue(&s.waitStart, limit); ok {
 		return fmt.Errorf("raft: a WAL sync has been pending for %s (is the disk failing?)", d.Round(time.Second))
 	}
 	return nil
