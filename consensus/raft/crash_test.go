@@ -565,11 +565,13 @@ func durableApplied(t *testing.T, fs vfs.FS, id consensus.GroupID) uint64 {
 	return as.appliedIndex
 }
 
-// TestStuckSyncReportsUnhealthy wedges one node's WAL syncs (a disk that
-// stops answering): its cycles still run, since they never wait for the
-// disk, but nothing it acknowledges leaves, and Healthy reports the
+// TestStuckSyncReportsUnhealthy wedges one follower's WAL syncs (a disk
+// that stops answering): its cycles still run, since they never wait for
+// the disk, but nothing it acknowledges leaves, and Healthy reports the
 // pending sync once it is older than StallTimeout (the daemon then stops
-// its watchdog pings). The other three go on meanwhile.
+// its watchdog pings). The other three go on meanwhile. (A leader whose
+// disk wedges stalls its groups until then: it applies only what its own
+// log has synced.)
 func TestStuckSyncReportsUnhealthy(t *testing.T) {
 	const sick = 2
 	var stuck atomic.Bool
@@ -596,6 +598,16 @@ func TestStuckSyncReportsUnhealthy(t *testing.T) {
 	const id = consensus.GroupID(1)
 	c.StartGroup(id, c.Members())
 	c.MustPropose(id, consensustest.Put("a", "1"))
+	// The others commit without the sick node only if it does not lead: a
+	// leader applies only what its own log has synced.
+	if leader := waitLeader(t, c, id, 1, 2, 3, 4); leader == sick {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		err := c.Group(sick, id).TransferLeadership(ctx, consensus.ReplicaID(1))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	stuck.Store(true)
 	defer func() {
 		if stuck.Swap(false) {
