@@ -196,6 +196,14 @@ func (g *group) prepare() (w *groupWork) {
 		case etcdraft.LocalApplyThread:
 			if err = g.applyEntries(w, m.GetEntries()); err == nil {
 				w.applyResps = append(w.applyResps, m.GetResponses()...)
+				g.applySeq++
+				if g.postApplyPending() {
+					// The state machine's post-apply work (starting a
+					// split's right half) runs once this apply is
+					// durable: the syncer releases it after the cycle's
+					// sync (see the in.postApply step above).
+					w.postApply, w.needSync = g.applySeq, true
+				}
 			}
 		default:
 			err = g.outbound(w, m, &w.early)
@@ -308,16 +316,6 @@ func (g *group) finish(w *groupWork, err error) {
 		}
 	}
 	w.applyResps = nil
-	if w.newState != nil {
-		g.applySeq++
-		if g.postApplyPending() {
-			// The state machine's post-apply work (starting a split's
-			// right half) runs once this apply is durable: the syncer
-			// releases it after the cycle's sync (see prepare).
-			w.postApply = g.applySeq
-			w.needSync = true
-		}
-	}
 	// Publish before answering, so a caller sees its write in Status.
 	g.publishStatus(w.ticked)
 

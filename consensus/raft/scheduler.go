@@ -170,7 +170,7 @@ func (s *scheduler) commit(works []*groupWork) (*storage.PendingSync, error) {
 			continue
 		}
 		add(w.applyBatch)
-		if w.needSync || (w.applyBatch != nil && w.g.postApplyPending()) {
+		if w.needSync {
 			needSync = true
 		}
 	}
