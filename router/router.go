@@ -74,14 +74,21 @@ type nodeConn struct {
 	addr string
 	conn *grpc.ClientConn
 	kv   kvpb.InternalClient
-	// pong is when the node last answered a ping (UnixNano), or when the
-	// connection was made; probing is set while a ping is out.
+	fwd  *forwarder
+	// pong is when the node last answered a ping or any other request
+	// (UnixNano), or when the connection was made; probing is set while a
+	// ping is out.
 	pong    atomic.Int64
 	probing atomic.Bool
 }
 
-// quiet reports for how long the node has not answered a ping.
+// quiet reports for how long the node has not answered anything.
 func (c *nodeConn) quiet() time.Duration { return time.Since(time.Unix(0, c.pong.Load())) }
+
+// heard records an answer from the node: under load the answers to
+// forwarded requests are fresher evidence of life than a ping queued
+// behind them.
+func (c *nodeConn) heard() { c.pong.Store(time.Now().UnixNano()) }
 
 // ConnectWait bounds how long a request waits for a connection to a node
 // that is not ready (connecting after the node vanished). gRPC would hold
@@ -183,9 +190,9 @@ func (r *Router) probe() {
 				ctx, cancel := context.WithTimeout(r.ctx, 4*r.cfg.ProbeInterval)
 				defer cancel()
 				if _, err := c.kv.Ping(ctx, &kvpb.PingRequest{}); err == nil {
-					c.pong.Store(time.Now().UnixNano())
+					c.heard()
 				} else if status.Code(err) == codes.Unimplemented {
-					c.pong.Store(time.Now().UnixNano()) // a node of an older version: alive
+					c.heard() // a node of an older version: alive
 				}
 			})
 		}
@@ -271,33 +278,43 @@ func (r *Router) silent(node consensus.NodeID) bool {
 	return silent
 }
 
-// hearing judges node from both detectors: silent when it has gone quiet
-// for their thresholds (three pings, or SilentAfter of leader traffic);
-// doubtful when it has gone quiet for half that, as a node that just froze
-// has.
+// hearing judges node from both detectors: the prober (pings, and any
+// other answer on this router's connection) and Liveness (leader traffic
+// on the raft transport). Doubtful when either has been quiet for half its
+// threshold, as for a node that just froze: a write waits for a sign of
+// life before it is sent (awaitLife), which costs only a delay. Silent
+// only when every detector that knows the node has been quiet for its
+// threshold (three ping intervals, SilentAfter), because silence cancels
+// requests in flight and makes their outcome unknown: an overloaded node
+// whose raft traffic lags (a busy 2-core machine delays it by hundreds of
+// milliseconds) but that still answers here is slow, not gone, and its
+// writes must not turn into TIMEOUT errors. A frozen node goes quiet on
+// both within their thresholds.
 func (r *Router) hearing(node consensus.NodeID) (doubtful, silent bool) {
 	if node == r.cfg.NodeID {
 		return false, false
 	}
+	known, quietAll := false, true
 	if r.cfg.ProbeInterval > 0 {
 		r.connMu.Lock()
 		c := r.conns[node]
 		r.connMu.Unlock()
 		if c != nil {
 			q := c.quiet()
-			if q > 3*r.cfg.ProbeInterval {
-				return true, true
-			}
+			known = true
+			quietAll = q > 3*r.cfg.ProbeInterval
 			doubtful = q > 3*r.cfg.ProbeInterval/2
 		}
 	}
 	if r.cfg.Liveness != nil {
-		if d, known := r.cfg.Liveness(node); known {
-			if d > r.cfg.SilentAfter {
-				return true, true
-			}
+		if d, ok := r.cfg.Liveness(node); ok {
+			known = true
+			quietAll = quietAll && d > r.cfg.SilentAfter
 			doubtful = doubtful || d > r.cfg.SilentAfter/2
 		}
+	}
+	if known && quietAll {
+		return true, true
 	}
 	return doubtful, false
 }
@@ -663,13 +680,18 @@ func (r *Router) write(ctx context.Context, node consensus.NodeID, req *kvpb.Wri
 		r.markSuspect(node)
 		return nil, false, fmt.Errorf("node %d: %w", node, status.Error(codes.Unavailable, errStillSilent.Error()))
 	}
-	resp, err := c.kv.Write(ctx, req)
+	resp, sent, err := r.forwardWrite(ctx, c, req)
 	if err != nil {
-		// The connection was ready, so the write may have reached the
-		// node and be committed whatever the status says: a connection
-		// that breaks mid-call also reports Unavailable. Retrying it
-		// elsewhere could apply a list append or counter twice, or
-		// answer an LWT that did apply with [applied] = false.
+		if !sent {
+			// Still queued when the stream broke or the caller gave up:
+			// it never left, so another replica may take it.
+			return nil, false, fmt.Errorf("node %d: %w", node, err)
+		}
+		// The write may have reached the node and be committed whatever
+		// the status says: a connection that breaks mid-call also reports
+		// Unavailable. Retrying it elsewhere could apply a list append or
+		// counter twice, or answer an LWT that did apply with [applied] =
+		// false.
 		return nil, true, inFlight(req.GetPartitionId(), node, fmt.Errorf("node %d: %w", node, err))
 	}
 	if resp.GetError() != nil {
@@ -697,7 +719,7 @@ func (r *Router) read(ctx context.Context, node consensus.NodeID, req *kvpb.Read
 	if !c.ready(ctx, ConnectWait) {
 		return nil, false, errNotConnected(node, c)
 	}
-	resp, err := c.kv.Read(ctx, req)
+	resp, err := r.forwardRead(ctx, c, req)
 	if err != nil {
 		return nil, true, fmt.Errorf("node %d: %w", node, err)
 	}
@@ -720,11 +742,14 @@ func transportFailure(err error) bool {
 	if errors.As(err, &inf) {
 		return true
 	}
-	s, ok := status.FromError(errors.Unwrap(err))
-	if !ok {
-		s, ok = status.FromError(err)
+	// The status may be err itself or one it wraps ("node N: %w").
+	// status.FromError(nil) reports OK, so nil is skipped.
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if s, ok := status.FromError(e); ok && s.Code() != codes.Unknown {
+			return s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded
+		}
 	}
-	return ok && (s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded)
+	return false
 }
 
 // inFlightError is the TIMEOUT of a write whose node failed while the write
@@ -776,6 +801,7 @@ func (r *Router) conn(node consensus.NodeID) (*nodeConn, error) {
 		return nil, fmt.Errorf("dial node %d at %s: %w", node, info.PeerAddr, err)
 	}
 	c := &nodeConn{addr: info.PeerAddr, conn: cc, kv: kvpb.NewInternalClient(cc)}
+	c.fwd = &forwarder{client: c.kv, conn: c, ctx: r.ctx}
 	c.pong.Store(time.Now().UnixNano()) // a new connection gets the benefit of the doubt
 	r.conns[node] = c
 	return c, nil

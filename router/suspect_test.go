@@ -152,3 +152,41 @@ func TestAwaitLifeBeforeSending(t *testing.T) {
 		t.Fatal("a node that went silent was taken for alive")
 	}
 }
+
+// A node that still answers on the router's connection is not declared
+// silent because its raft traffic lags (an overloaded node is slow, not
+// gone: declaring it silent would cancel its writes in flight and turn
+// them into TIMEOUT errors); it is only doubtful. Once it stops answering
+// too, it is silent.
+func TestSilentNeedsEveryDetector(t *testing.T) {
+	ps := &pingServer{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	kvpb.RegisterInternalServer(srv, ps)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+	r := New(Config{NodeID: 1, ProbeInterval: 20 * time.Millisecond, SilentAfter: 100 * time.Millisecond,
+		Liveness: func(node consensus.NodeID) (time.Duration, bool) { return time.Hour, node == 7 }})
+	defer r.Close()
+	c := dialTest(t, ln.Addr().String())
+	c.heard()
+	r.connMu.Lock()
+	r.conns[7] = c
+	r.connMu.Unlock()
+	time.Sleep(200 * time.Millisecond)
+	doubtful, silent := r.hearing(7)
+	if silent || !doubtful {
+		t.Fatalf("raft-quiet node answering pings: doubtful=%v silent=%v, want doubtful only", doubtful, silent)
+	}
+	ps.frozen.Store(true)
+	deadline := time.Now().Add(5 * time.Second)
+	for !r.silent(7) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a node quiet on both detectors is not silent (quiet %s)", c.quiet())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

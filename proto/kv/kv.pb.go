@@ -444,7 +444,7 @@ func (x ReplicaChange_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReplicaChange_Type.Descriptor instead.
 func (ReplicaChange_Type) EnumDescriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{24, 0}
+	return file_kv_kv_proto_rawDescGZIP(), []int{27, 0}
 }
 
 // ReplicaDescriptor is one replica of a physical partition.
@@ -2038,6 +2038,274 @@ func (x *Error) GetRetryAfterMs() int64 {
 	return 0
 }
 
+// ForwardBatch is what one Send of the Forward stream carries: encoded
+// ForwardRequests from the client, encoded ForwardResponses from the
+// server. Each is encoded by the goroutine that made it, so the stream's
+// single sender only concatenates, a caller that gives up may reuse its
+// request at once, and a batch's size is known before it is sent.
+type ForwardBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Requests      [][]byte               `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	Responses     [][]byte               `protobuf:"bytes,2,rep,name=responses,proto3" json:"responses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardBatch) Reset() {
+	*x = ForwardBatch{}
+	mi := &file_kv_kv_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardBatch) ProtoMessage() {}
+
+func (x *ForwardBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardBatch.ProtoReflect.Descriptor instead.
+func (*ForwardBatch) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ForwardBatch) GetRequests() [][]byte {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *ForwardBatch) GetResponses() [][]byte {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
+}
+
+type ForwardRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is unique among the requests in flight on one stream.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// timeout_micros is the time left to the caller's deadline when the
+	// request was queued (0: none); the server gives up after it.
+	TimeoutMicros int64 `protobuf:"varint,2,opt,name=timeout_micros,json=timeoutMicros,proto3" json:"timeout_micros,omitempty"`
+	// cancel withdraws request id: its caller stopped waiting.
+	Cancel bool `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// Types that are valid to be assigned to Request:
+	//
+	//	*ForwardRequest_Write
+	//	*ForwardRequest_Read
+	Request       isForwardRequest_Request `protobuf_oneof:"request"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardRequest) Reset() {
+	*x = ForwardRequest{}
+	mi := &file_kv_kv_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardRequest) ProtoMessage() {}
+
+func (x *ForwardRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardRequest.ProtoReflect.Descriptor instead.
+func (*ForwardRequest) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ForwardRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ForwardRequest) GetTimeoutMicros() int64 {
+	if x != nil {
+		return x.TimeoutMicros
+	}
+	return 0
+}
+
+func (x *ForwardRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+func (x *ForwardRequest) GetRequest() isForwardRequest_Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *ForwardRequest) GetWrite() *WriteRequest {
+	if x != nil {
+		if x, ok := x.Request.(*ForwardRequest_Write); ok {
+			return x.Write
+		}
+	}
+	return nil
+}
+
+func (x *ForwardRequest) GetRead() *ReadRequest {
+	if x != nil {
+		if x, ok := x.Request.(*ForwardRequest_Read); ok {
+			return x.Read
+		}
+	}
+	return nil
+}
+
+type isForwardRequest_Request interface {
+	isForwardRequest_Request()
+}
+
+type ForwardRequest_Write struct {
+	Write *WriteRequest `protobuf:"bytes,4,opt,name=write,proto3,oneof"`
+}
+
+type ForwardRequest_Read struct {
+	Read *ReadRequest `protobuf:"bytes,5,opt,name=read,proto3,oneof"`
+}
+
+func (*ForwardRequest_Write) isForwardRequest_Request() {}
+
+func (*ForwardRequest_Read) isForwardRequest_Request() {}
+
+type ForwardResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// failure is set when the server could not run the request at all (a
+	// malformed request, a panic): the client reports it as an internal
+	// error, as a unary call's status would.
+	Failure string `protobuf:"bytes,2,opt,name=failure,proto3" json:"failure,omitempty"`
+	// Types that are valid to be assigned to Response:
+	//
+	//	*ForwardResponse_Write
+	//	*ForwardResponse_Read
+	Response      isForwardResponse_Response `protobuf_oneof:"response"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardResponse) Reset() {
+	*x = ForwardResponse{}
+	mi := &file_kv_kv_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardResponse) ProtoMessage() {}
+
+func (x *ForwardResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kv_kv_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardResponse.ProtoReflect.Descriptor instead.
+func (*ForwardResponse) Descriptor() ([]byte, []int) {
+	return file_kv_kv_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ForwardResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ForwardResponse) GetFailure() string {
+	if x != nil {
+		return x.Failure
+	}
+	return ""
+}
+
+func (x *ForwardResponse) GetResponse() isForwardResponse_Response {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *ForwardResponse) GetWrite() *WriteResponse {
+	if x != nil {
+		if x, ok := x.Response.(*ForwardResponse_Write); ok {
+			return x.Write
+		}
+	}
+	return nil
+}
+
+func (x *ForwardResponse) GetRead() *ReadResponse {
+	if x != nil {
+		if x, ok := x.Response.(*ForwardResponse_Read); ok {
+			return x.Read
+		}
+	}
+	return nil
+}
+
+type isForwardResponse_Response interface {
+	isForwardResponse_Response()
+}
+
+type ForwardResponse_Write struct {
+	Write *WriteResponse `protobuf:"bytes,3,opt,name=write,proto3,oneof"`
+}
+
+type ForwardResponse_Read struct {
+	Read *ReadResponse `protobuf:"bytes,4,opt,name=read,proto3,oneof"`
+}
+
+func (*ForwardResponse_Write) isForwardResponse_Response() {}
+
+func (*ForwardResponse_Read) isForwardResponse_Response() {}
+
 type PingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2046,7 +2314,7 @@ type PingRequest struct {
 
 func (x *PingRequest) Reset() {
 	*x = PingRequest{}
-	mi := &file_kv_kv_proto_msgTypes[19]
+	mi := &file_kv_kv_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2326,7 @@ func (x *PingRequest) String() string {
 func (*PingRequest) ProtoMessage() {}
 
 func (x *PingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[19]
+	mi := &file_kv_kv_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2339,7 @@ func (x *PingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
 func (*PingRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{19}
+	return file_kv_kv_proto_rawDescGZIP(), []int{22}
 }
 
 type PingResponse struct {
@@ -2082,7 +2350,7 @@ type PingResponse struct {
 
 func (x *PingResponse) Reset() {
 	*x = PingResponse{}
-	mi := &file_kv_kv_proto_msgTypes[20]
+	mi := &file_kv_kv_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2362,7 @@ func (x *PingResponse) String() string {
 func (*PingResponse) ProtoMessage() {}
 
 func (x *PingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[20]
+	mi := &file_kv_kv_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2375,7 @@ func (x *PingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingResponse.ProtoReflect.Descriptor instead.
 func (*PingResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{20}
+	return file_kv_kv_proto_rawDescGZIP(), []int{23}
 }
 
 type PartitionDetailRequest struct {
@@ -2121,7 +2389,7 @@ type PartitionDetailRequest struct {
 
 func (x *PartitionDetailRequest) Reset() {
 	*x = PartitionDetailRequest{}
-	mi := &file_kv_kv_proto_msgTypes[21]
+	mi := &file_kv_kv_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2133,7 +2401,7 @@ func (x *PartitionDetailRequest) String() string {
 func (*PartitionDetailRequest) ProtoMessage() {}
 
 func (x *PartitionDetailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[21]
+	mi := &file_kv_kv_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2146,7 +2414,7 @@ func (x *PartitionDetailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDetailRequest.ProtoReflect.Descriptor instead.
 func (*PartitionDetailRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{21}
+	return file_kv_kv_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PartitionDetailRequest) GetPartitionId() uint64 {
@@ -2176,7 +2444,7 @@ type LogicalPartition struct {
 
 func (x *LogicalPartition) Reset() {
 	*x = LogicalPartition{}
-	mi := &file_kv_kv_proto_msgTypes[22]
+	mi := &file_kv_kv_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2456,7 @@ func (x *LogicalPartition) String() string {
 func (*LogicalPartition) ProtoMessage() {}
 
 func (x *LogicalPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[22]
+	mi := &file_kv_kv_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2469,7 @@ func (x *LogicalPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogicalPartition.ProtoReflect.Descriptor instead.
 func (*LogicalPartition) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{22}
+	return file_kv_kv_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LogicalPartition) GetToken() int64 {
@@ -2258,7 +2526,7 @@ type PartitionDetailResponse struct {
 
 func (x *PartitionDetailResponse) Reset() {
 	*x = PartitionDetailResponse{}
-	mi := &file_kv_kv_proto_msgTypes[23]
+	mi := &file_kv_kv_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2538,7 @@ func (x *PartitionDetailResponse) String() string {
 func (*PartitionDetailResponse) ProtoMessage() {}
 
 func (x *PartitionDetailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[23]
+	mi := &file_kv_kv_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2551,7 @@ func (x *PartitionDetailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDetailResponse.ProtoReflect.Descriptor instead.
 func (*PartitionDetailResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{23}
+	return file_kv_kv_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PartitionDetailResponse) GetStatus() *ReplicaStatus {
@@ -2352,7 +2620,7 @@ type ReplicaChange struct {
 
 func (x *ReplicaChange) Reset() {
 	*x = ReplicaChange{}
-	mi := &file_kv_kv_proto_msgTypes[24]
+	mi := &file_kv_kv_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2632,7 @@ func (x *ReplicaChange) String() string {
 func (*ReplicaChange) ProtoMessage() {}
 
 func (x *ReplicaChange) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[24]
+	mi := &file_kv_kv_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2645,7 @@ func (x *ReplicaChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaChange.ProtoReflect.Descriptor instead.
 func (*ReplicaChange) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{24}
+	return file_kv_kv_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReplicaChange) GetType() ReplicaChange_Type {
@@ -2404,7 +2672,7 @@ type ChangeReplicasRequest struct {
 
 func (x *ChangeReplicasRequest) Reset() {
 	*x = ChangeReplicasRequest{}
-	mi := &file_kv_kv_proto_msgTypes[25]
+	mi := &file_kv_kv_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2684,7 @@ func (x *ChangeReplicasRequest) String() string {
 func (*ChangeReplicasRequest) ProtoMessage() {}
 
 func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[25]
+	mi := &file_kv_kv_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2697,7 @@ func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{25}
+	return file_kv_kv_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ChangeReplicasRequest) GetPartitionId() uint64 {
@@ -2457,7 +2725,7 @@ type ChangeReplicasResponse struct {
 
 func (x *ChangeReplicasResponse) Reset() {
 	*x = ChangeReplicasResponse{}
-	mi := &file_kv_kv_proto_msgTypes[26]
+	mi := &file_kv_kv_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2469,7 +2737,7 @@ func (x *ChangeReplicasResponse) String() string {
 func (*ChangeReplicasResponse) ProtoMessage() {}
 
 func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[26]
+	mi := &file_kv_kv_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2482,7 +2750,7 @@ func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{26}
+	return file_kv_kv_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ChangeReplicasResponse) GetDesc() *Descriptor {
@@ -2509,7 +2777,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_kv_kv_proto_msgTypes[27]
+	mi := &file_kv_kv_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2789,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[27]
+	mi := &file_kv_kv_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2802,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{27}
+	return file_kv_kv_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TransferLeaderRequest) GetPartitionId() uint64 {
@@ -2560,7 +2828,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_kv_kv_proto_msgTypes[28]
+	mi := &file_kv_kv_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2840,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[28]
+	mi := &file_kv_kv_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2853,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{28}
+	return file_kv_kv_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TransferLeaderResponse) GetError() *Error {
@@ -2611,7 +2879,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_kv_kv_proto_msgTypes[29]
+	mi := &file_kv_kv_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2891,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[29]
+	mi := &file_kv_kv_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2904,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{29}
+	return file_kv_kv_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SplitRequest) GetPartitionId() uint64 {
@@ -2678,7 +2946,7 @@ type SplitResponse struct {
 
 func (x *SplitResponse) Reset() {
 	*x = SplitResponse{}
-	mi := &file_kv_kv_proto_msgTypes[30]
+	mi := &file_kv_kv_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +2958,7 @@ func (x *SplitResponse) String() string {
 func (*SplitResponse) ProtoMessage() {}
 
 func (x *SplitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[30]
+	mi := &file_kv_kv_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +2971,7 @@ func (x *SplitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitResponse.ProtoReflect.Descriptor instead.
 func (*SplitResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{30}
+	return file_kv_kv_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SplitResponse) GetLeft() *Descriptor {
@@ -2740,7 +3008,7 @@ type ReplicaStatusRequest struct {
 
 func (x *ReplicaStatusRequest) Reset() {
 	*x = ReplicaStatusRequest{}
-	mi := &file_kv_kv_proto_msgTypes[31]
+	mi := &file_kv_kv_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2752,7 +3020,7 @@ func (x *ReplicaStatusRequest) String() string {
 func (*ReplicaStatusRequest) ProtoMessage() {}
 
 func (x *ReplicaStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[31]
+	mi := &file_kv_kv_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2765,7 +3033,7 @@ func (x *ReplicaStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{31}
+	return file_kv_kv_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReplicaStatusRequest) GetPartitionIds() []uint64 {
@@ -2811,7 +3079,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_kv_kv_proto_msgTypes[32]
+	mi := &file_kv_kv_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2823,7 +3091,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[32]
+	mi := &file_kv_kv_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2836,7 +3104,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{32}
+	return file_kv_kv_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReplicaStatus) GetDesc() *Descriptor {
@@ -2954,7 +3222,7 @@ type ReplicaStatusResponse struct {
 
 func (x *ReplicaStatusResponse) Reset() {
 	*x = ReplicaStatusResponse{}
-	mi := &file_kv_kv_proto_msgTypes[33]
+	mi := &file_kv_kv_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2966,7 +3234,7 @@ func (x *ReplicaStatusResponse) String() string {
 func (*ReplicaStatusResponse) ProtoMessage() {}
 
 func (x *ReplicaStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kv_kv_proto_msgTypes[33]
+	mi := &file_kv_kv_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2979,7 +3247,7 @@ func (x *ReplicaStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatusResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kv_kv_proto_rawDescGZIP(), []int{33}
+	return file_kv_kv_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReplicaStatusResponse) GetNodeId() uint64 {
@@ -3203,7 +3471,24 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\n" +
 	"OVERLOADED\x10\x06\x12\x17\n" +
 	"\x13PARTITION_TOO_LARGE\x10\a\x12\r\n" +
-	"\tNOT_FOUND\x10\b\"\r\n" +
+	"\tNOT_FOUND\x10\b\"H\n" +
+	"\fForwardBatch\x12\x1a\n" +
+	"\brequests\x18\x01 \x03(\fR\brequests\x12\x1c\n" +
+	"\tresponses\x18\x02 \x03(\fR\tresponses\"\xcb\x01\n" +
+	"\x0eForwardRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
+	"\x0etimeout_micros\x18\x02 \x01(\x03R\rtimeoutMicros\x12\x16\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\x120\n" +
+	"\x05write\x18\x04 \x01(\v2\x18.cosmosd.kv.WriteRequestH\x00R\x05write\x12-\n" +
+	"\x04read\x18\x05 \x01(\v2\x17.cosmosd.kv.ReadRequestH\x00R\x04readB\t\n" +
+	"\arequest\"\xaa\x01\n" +
+	"\x0fForwardResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
+	"\afailure\x18\x02 \x01(\tR\afailure\x121\n" +
+	"\x05write\x18\x03 \x01(\v2\x19.cosmosd.kv.WriteResponseH\x00R\x05write\x12.\n" +
+	"\x04read\x18\x04 \x01(\v2\x18.cosmosd.kv.ReadResponseH\x00R\x04readB\n" +
+	"\n" +
+	"\bresponse\"\r\n" +
 	"\vPingRequest\"\x0e\n" +
 	"\fPingResponse\"M\n" +
 	"\x16PartitionDetailRequest\x12!\n" +
@@ -3282,7 +3567,7 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x06failed\x18\x0f \x01(\tR\x06failed\"g\n" +
 	"\x15ReplicaStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x125\n" +
-	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xe0\x04\n" +
+	"\breplicas\x18\x02 \x03(\v2\x19.cosmosd.kv.ReplicaStatusR\breplicas2\xa3\x05\n" +
 	"\bInternal\x12<\n" +
 	"\x05Write\x12\x18.cosmosd.kv.WriteRequest\x1a\x19.cosmosd.kv.WriteResponse\x129\n" +
 	"\x04Read\x12\x17.cosmosd.kv.ReadRequest\x1a\x18.cosmosd.kv.ReadResponse\x12T\n" +
@@ -3291,7 +3576,8 @@ const file_kv_kv_proto_rawDesc = "" +
 	"\x0eTransferLeader\x12!.cosmosd.kv.TransferLeaderRequest\x1a\".cosmosd.kv.TransferLeaderResponse\x12<\n" +
 	"\x05Split\x12\x18.cosmosd.kv.SplitRequest\x1a\x19.cosmosd.kv.SplitResponse\x12Z\n" +
 	"\x0fPartitionDetail\x12\".cosmosd.kv.PartitionDetailRequest\x1a#.cosmosd.kv.PartitionDetailResponse\x129\n" +
-	"\x04Ping\x12\x17.cosmosd.kv.PingRequest\x1a\x18.cosmosd.kv.PingResponseB*Z(github.com/cosmosd/cosmosd/proto/kv;kvpbb\x06proto3"
+	"\x04Ping\x12\x17.cosmosd.kv.PingRequest\x1a\x18.cosmosd.kv.PingResponse\x12A\n" +
+	"\aForward\x12\x18.cosmosd.kv.ForwardBatch\x1a\x18.cosmosd.kv.ForwardBatch(\x010\x01B*Z(github.com/cosmosd/cosmosd/proto/kv;kvpbb\x06proto3"
 
 var (
 	file_kv_kv_proto_rawDescOnce sync.Once
@@ -3306,7 +3592,7 @@ func file_kv_kv_proto_rawDescGZIP() []byte {
 }
 
 var file_kv_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_kv_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_kv_kv_proto_goTypes = []any{
 	(ColumnOp_Kind)(0),              // 0: cosmosd.kv.ColumnOp.Kind
 	(Mutation_Kind)(0),              // 1: cosmosd.kv.Mutation.Kind
@@ -3334,21 +3620,24 @@ var file_kv_kv_proto_goTypes = []any{
 	(*Row)(nil),                     // 23: cosmosd.kv.Row
 	(*ReadResponse)(nil),            // 24: cosmosd.kv.ReadResponse
 	(*Error)(nil),                   // 25: cosmosd.kv.Error
-	(*PingRequest)(nil),             // 26: cosmosd.kv.PingRequest
-	(*PingResponse)(nil),            // 27: cosmosd.kv.PingResponse
-	(*PartitionDetailRequest)(nil),  // 28: cosmosd.kv.PartitionDetailRequest
-	(*LogicalPartition)(nil),        // 29: cosmosd.kv.LogicalPartition
-	(*PartitionDetailResponse)(nil), // 30: cosmosd.kv.PartitionDetailResponse
-	(*ReplicaChange)(nil),           // 31: cosmosd.kv.ReplicaChange
-	(*ChangeReplicasRequest)(nil),   // 32: cosmosd.kv.ChangeReplicasRequest
-	(*ChangeReplicasResponse)(nil),  // 33: cosmosd.kv.ChangeReplicasResponse
-	(*TransferLeaderRequest)(nil),   // 34: cosmosd.kv.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil),  // 35: cosmosd.kv.TransferLeaderResponse
-	(*SplitRequest)(nil),            // 36: cosmosd.kv.SplitRequest
-	(*SplitResponse)(nil),           // 37: cosmosd.kv.SplitResponse
-	(*ReplicaStatusRequest)(nil),    // 38: cosmosd.kv.ReplicaStatusRequest
-	(*ReplicaStatus)(nil),           // 39: cosmosd.kv.ReplicaStatus
-	(*ReplicaStatusResponse)(nil),   // 40: cosmosd.kv.ReplicaStatusResponse
+	(*ForwardBatch)(nil),            // 26: cosmosd.kv.ForwardBatch
+	(*ForwardRequest)(nil),          // 27: cosmosd.kv.ForwardRequest
+	(*ForwardResponse)(nil),         // 28: cosmosd.kv.ForwardResponse
+	(*PingRequest)(nil),             // 29: cosmosd.kv.PingRequest
+	(*PingResponse)(nil),            // 30: cosmosd.kv.PingResponse
+	(*PartitionDetailRequest)(nil),  // 31: cosmosd.kv.PartitionDetailRequest
+	(*LogicalPartition)(nil),        // 32: cosmosd.kv.LogicalPartition
+	(*PartitionDetailResponse)(nil), // 33: cosmosd.kv.PartitionDetailResponse
+	(*ReplicaChange)(nil),           // 34: cosmosd.kv.ReplicaChange
+	(*ChangeReplicasRequest)(nil),   // 35: cosmosd.kv.ChangeReplicasRequest
+	(*ChangeReplicasResponse)(nil),  // 36: cosmosd.kv.ChangeReplicasResponse
+	(*TransferLeaderRequest)(nil),   // 37: cosmosd.kv.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil),  // 38: cosmosd.kv.TransferLeaderResponse
+	(*SplitRequest)(nil),            // 39: cosmosd.kv.SplitRequest
+	(*SplitResponse)(nil),           // 40: cosmosd.kv.SplitResponse
+	(*ReplicaStatusRequest)(nil),    // 41: cosmosd.kv.ReplicaStatusRequest
+	(*ReplicaStatus)(nil),           // 42: cosmosd.kv.ReplicaStatus
+	(*ReplicaStatusResponse)(nil),   // 43: cosmosd.kv.ReplicaStatusResponse
 }
 var file_kv_kv_proto_depIdxs = []int32{
 	7,  // 0: cosmosd.kv.Descriptor.replicas:type_name -> cosmosd.kv.ReplicaDescriptor
@@ -3379,42 +3668,48 @@ var file_kv_kv_proto_depIdxs = []int32{
 	25, // 25: cosmosd.kv.ReadResponse.error:type_name -> cosmosd.kv.Error
 	5,  // 26: cosmosd.kv.Error.code:type_name -> cosmosd.kv.Error.Code
 	8,  // 27: cosmosd.kv.Error.current:type_name -> cosmosd.kv.Descriptor
-	39, // 28: cosmosd.kv.PartitionDetailResponse.status:type_name -> cosmosd.kv.ReplicaStatus
-	29, // 29: cosmosd.kv.PartitionDetailResponse.top_by_size:type_name -> cosmosd.kv.LogicalPartition
-	29, // 30: cosmosd.kv.PartitionDetailResponse.top_by_ru:type_name -> cosmosd.kv.LogicalPartition
-	25, // 31: cosmosd.kv.PartitionDetailResponse.error:type_name -> cosmosd.kv.Error
-	6,  // 32: cosmosd.kv.ReplicaChange.type:type_name -> cosmosd.kv.ReplicaChange.Type
-	7,  // 33: cosmosd.kv.ReplicaChange.replica:type_name -> cosmosd.kv.ReplicaDescriptor
-	31, // 34: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
-	8,  // 35: cosmosd.kv.ChangeReplicasResponse.desc:type_name -> cosmosd.kv.Descriptor
-	25, // 36: cosmosd.kv.ChangeReplicasResponse.error:type_name -> cosmosd.kv.Error
-	25, // 37: cosmosd.kv.TransferLeaderResponse.error:type_name -> cosmosd.kv.Error
-	8,  // 38: cosmosd.kv.SplitResponse.left:type_name -> cosmosd.kv.Descriptor
-	8,  // 39: cosmosd.kv.SplitResponse.right:type_name -> cosmosd.kv.Descriptor
-	25, // 40: cosmosd.kv.SplitResponse.error:type_name -> cosmosd.kv.Error
-	8,  // 41: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
-	39, // 42: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
-	17, // 43: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
-	22, // 44: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
-	38, // 45: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
-	32, // 46: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
-	34, // 47: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
-	36, // 48: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
-	28, // 49: cosmosd.kv.Internal.PartitionDetail:input_type -> cosmosd.kv.PartitionDetailRequest
-	26, // 50: cosmosd.kv.Internal.Ping:input_type -> cosmosd.kv.PingRequest
-	18, // 51: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
-	24, // 52: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
-	40, // 53: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
-	33, // 54: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
-	35, // 55: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
-	37, // 56: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
-	30, // 57: cosmosd.kv.Internal.PartitionDetail:output_type -> cosmosd.kv.PartitionDetailResponse
-	27, // 58: cosmosd.kv.Internal.Ping:output_type -> cosmosd.kv.PingResponse
-	51, // [51:59] is the sub-list for method output_type
-	43, // [43:51] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	17, // 28: cosmosd.kv.ForwardRequest.write:type_name -> cosmosd.kv.WriteRequest
+	22, // 29: cosmosd.kv.ForwardRequest.read:type_name -> cosmosd.kv.ReadRequest
+	18, // 30: cosmosd.kv.ForwardResponse.write:type_name -> cosmosd.kv.WriteResponse
+	24, // 31: cosmosd.kv.ForwardResponse.read:type_name -> cosmosd.kv.ReadResponse
+	42, // 32: cosmosd.kv.PartitionDetailResponse.status:type_name -> cosmosd.kv.ReplicaStatus
+	32, // 33: cosmosd.kv.PartitionDetailResponse.top_by_size:type_name -> cosmosd.kv.LogicalPartition
+	32, // 34: cosmosd.kv.PartitionDetailResponse.top_by_ru:type_name -> cosmosd.kv.LogicalPartition
+	25, // 35: cosmosd.kv.PartitionDetailResponse.error:type_name -> cosmosd.kv.Error
+	6,  // 36: cosmosd.kv.ReplicaChange.type:type_name -> cosmosd.kv.ReplicaChange.Type
+	7,  // 37: cosmosd.kv.ReplicaChange.replica:type_name -> cosmosd.kv.ReplicaDescriptor
+	34, // 38: cosmosd.kv.ChangeReplicasRequest.changes:type_name -> cosmosd.kv.ReplicaChange
+	8,  // 39: cosmosd.kv.ChangeReplicasResponse.desc:type_name -> cosmosd.kv.Descriptor
+	25, // 40: cosmosd.kv.ChangeReplicasResponse.error:type_name -> cosmosd.kv.Error
+	25, // 41: cosmosd.kv.TransferLeaderResponse.error:type_name -> cosmosd.kv.Error
+	8,  // 42: cosmosd.kv.SplitResponse.left:type_name -> cosmosd.kv.Descriptor
+	8,  // 43: cosmosd.kv.SplitResponse.right:type_name -> cosmosd.kv.Descriptor
+	25, // 44: cosmosd.kv.SplitResponse.error:type_name -> cosmosd.kv.Error
+	8,  // 45: cosmosd.kv.ReplicaStatus.desc:type_name -> cosmosd.kv.Descriptor
+	42, // 46: cosmosd.kv.ReplicaStatusResponse.replicas:type_name -> cosmosd.kv.ReplicaStatus
+	17, // 47: cosmosd.kv.Internal.Write:input_type -> cosmosd.kv.WriteRequest
+	22, // 48: cosmosd.kv.Internal.Read:input_type -> cosmosd.kv.ReadRequest
+	41, // 49: cosmosd.kv.Internal.ReplicaStatus:input_type -> cosmosd.kv.ReplicaStatusRequest
+	35, // 50: cosmosd.kv.Internal.ChangeReplicas:input_type -> cosmosd.kv.ChangeReplicasRequest
+	37, // 51: cosmosd.kv.Internal.TransferLeader:input_type -> cosmosd.kv.TransferLeaderRequest
+	39, // 52: cosmosd.kv.Internal.Split:input_type -> cosmosd.kv.SplitRequest
+	31, // 53: cosmosd.kv.Internal.PartitionDetail:input_type -> cosmosd.kv.PartitionDetailRequest
+	29, // 54: cosmosd.kv.Internal.Ping:input_type -> cosmosd.kv.PingRequest
+	26, // 55: cosmosd.kv.Internal.Forward:input_type -> cosmosd.kv.ForwardBatch
+	18, // 56: cosmosd.kv.Internal.Write:output_type -> cosmosd.kv.WriteResponse
+	24, // 57: cosmosd.kv.Internal.Read:output_type -> cosmosd.kv.ReadResponse
+	43, // 58: cosmosd.kv.Internal.ReplicaStatus:output_type -> cosmosd.kv.ReplicaStatusResponse
+	36, // 59: cosmosd.kv.Internal.ChangeReplicas:output_type -> cosmosd.kv.ChangeReplicasResponse
+	38, // 60: cosmosd.kv.Internal.TransferLeader:output_type -> cosmosd.kv.TransferLeaderResponse
+	40, // 61: cosmosd.kv.Internal.Split:output_type -> cosmosd.kv.SplitResponse
+	33, // 62: cosmosd.kv.Internal.PartitionDetail:output_type -> cosmosd.kv.PartitionDetailResponse
+	30, // 63: cosmosd.kv.Internal.Ping:output_type -> cosmosd.kv.PingResponse
+	26, // 64: cosmosd.kv.Internal.Forward:output_type -> cosmosd.kv.ForwardBatch
+	56, // [56:65] is the sub-list for method output_type
+	47, // [47:56] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_kv_kv_proto_init() }
@@ -3427,13 +3722,21 @@ func file_kv_kv_proto_init() {
 		(*Command_Split)(nil),
 		(*Command_Truncate)(nil),
 	}
+	file_kv_kv_proto_msgTypes[20].OneofWrappers = []any{
+		(*ForwardRequest_Write)(nil),
+		(*ForwardRequest_Read)(nil),
+	}
+	file_kv_kv_proto_msgTypes[21].OneofWrappers = []any{
+		(*ForwardResponse_Write)(nil),
+		(*ForwardResponse_Read)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kv_kv_proto_rawDesc), len(file_kv_kv_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   34,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ const (
 	Internal_Split_FullMethodName           = "/cosmosd.kv.Internal/Split"
 	Internal_PartitionDetail_FullMethodName = "/cosmosd.kv.Internal/PartitionDetail"
 	Internal_Ping_FullMethodName            = "/cosmosd.kv.Internal/Ping"
+	Internal_Forward_FullMethodName         = "/cosmosd.kv.Internal/Forward"
 )
 
 // InternalClient is the client API for Internal service.
@@ -61,6 +62,13 @@ type InternalClient interface {
 	// node that froze or vanished (its connections stay open and silent) is
 	// routed around within a fraction of a second.
 	Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error)
+	// Forward carries forwarded reads and writes, many at a time, on one
+	// long-lived stream per pair of nodes: a unary call per request costs a
+	// new HTTP/2 stream (headers both ways, trailers, a server goroutine),
+	// which was a large share of a node's CPU under load. Requests and
+	// responses are matched by id and may complete in any order; Write and
+	// Read stay for callers that do not stream.
+	Forward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ForwardBatch, ForwardBatch], error)
 }
 
 type internalClient struct {
@@ -151,6 +159,19 @@ func (c *internalClient) Ping(ctx context.Context, in *PingRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *internalClient) Forward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ForwardBatch, ForwardBatch], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Internal_ServiceDesc.Streams[0], Internal_Forward_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ForwardBatch, ForwardBatch]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Internal_ForwardClient = grpc.BidiStreamingClient[ForwardBatch, ForwardBatch]
+
 // InternalServer is the server API for Internal service.
 // All implementations must embed UnimplementedInternalServer
 // for forward compatibility.
@@ -176,6 +197,13 @@ type InternalServer interface {
 	// node that froze or vanished (its connections stay open and silent) is
 	// routed around within a fraction of a second.
 	Ping(context.Context, *PingRequest) (*PingResponse, error)
+	// Forward carries forwarded reads and writes, many at a time, on one
+	// long-lived stream per pair of nodes: a unary call per request costs a
+	// new HTTP/2 stream (headers both ways, trailers, a server goroutine),
+	// which was a large share of a node's CPU under load. Requests and
+	// responses are matched by id and may complete in any order; Write and
+	// Read stay for callers that do not stream.
+	Forward(grpc.BidiStreamingServer[ForwardBatch, ForwardBatch]) error
 	mustEmbedUnimplementedInternalServer()
 }
 
@@ -209,6 +237,9 @@ func (UnimplementedInternalServer) PartitionDetail(context.Context, *PartitionDe
 }
 func (UnimplementedInternalServer) Ping(context.Context, *PingRequest) (*PingResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
+}
+func (UnimplementedInternalServer) Forward(grpc.BidiStreamingServer[ForwardBatch, ForwardBatch]) error {
+	return status.Error(codes.Unimplemented, "method Forward not implemented")
 }
 func (UnimplementedInternalServer) mustEmbedUnimplementedInternalServer() {}
 func (UnimplementedInternalServer) testEmbeddedByValue()                  {}
@@ -375,6 +406,13 @@ func _Internal_Ping_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Internal_Forward_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(InternalServer).Forward(&grpc.GenericServerStream[ForwardBatch, ForwardBatch]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Internal_ForwardServer = grpc.BidiStreamingServer[ForwardBatch, ForwardBatch]
+
 // Internal_ServiceDesc is the grpc.ServiceDesc for Internal service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -415,6 +453,13 @@ var Internal_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Internal_Ping_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Forward",
+			Handler:       _Internal_Forward_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "kv/kv.proto",
 }
