@@ -12,6 +12,8 @@ LDFLAGS  := -s -w \
 	-X $(PKG)/ctl.Version=$(VERSION) -X $(PKG)/ctl.Commit=$(COMMIT) -X $(PKG)/ctl.BuildDate=$(DATE)
 NODES    ?= 4
 DATA_DIR ?= ./cosmosd-data
+# LOG_LEVEL is the log level of `make run`: debug, info, warn or error.
+LOG_LEVEL ?= info
 # TEST_TIMEOUT bounds the whole test run; CI allows 90 minutes, we aim for 30.
 TEST_TIMEOUT ?= 30m
 # E2E_TIMEOUT bounds the container failure tests (about 5 minutes on 2 cores).
@@ -104,9 +106,11 @@ proto:
 	./scripts/protogen.sh
 
 # run starts a local cluster in the foreground (CQL on 127.0.0.1:9042,
-# admin on 127.0.0.1:7070); Ctrl-C stops it.
+# admin on 127.0.0.1:7070; the banner lists every address); Ctrl-C stops
+# it. LOG_LEVEL=debug shows per-partition raft chatter (leader changes),
+# LOG_LEVEL=warn only problems.
 run: build
-	./bin/cosmosd demo --nodes $(NODES) --data-dir $(DATA_DIR)
+	./bin/cosmosd demo --nodes $(NODES) --data-dir $(DATA_DIR) --log-level $(LOG_LEVEL)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
@@ -119,8 +123,9 @@ bench:
 bench-ycsb: build
 	GO=$(GO) ./scripts/bench-ycsb.sh
 
-# dist builds versioned static binaries, a tarball with the systemd unit and
-# the default configuration, and a Debian package into dist/.
+# dist builds versioned static binaries, a tarball with them, the
+# cosmosd-health script, the systemd unit, the default configuration,
+# README.md and LICENSE, and a Debian package with the same into dist/.
 dist:
 	./scripts/dist.sh $(VERSION) $(COMMIT) $(DATE)
 

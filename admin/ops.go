@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -190,10 +191,59 @@ func (s *Server) MoveKey(ctx context.Context, req *adminpb.MoveKeyRequest) (*adm
 		if st.Nodes[id] == nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "node %s is not live", ref)
 		}
-		to = append(to, id)
+		if !slices.Contains(to, id) {
+			to = append(to, id)
+		}
+	}
+	if err := checkMoveKey(st, s.placementView(st), t.ID, tok, to); err != nil {
+		return nil, err
 	}
 	return s.submit(ctx, &placement.Operation{Kind: placement.KindMoveKey, Table: t.ID, Token: &tok, ToNodes: to,
 		Reason: fmt.Sprintf("move logical partition (%s) of %s", strings.Join(req.GetKey(), ", "), t.QualifiedName())})
+}
+
+// checkMoveKey refuses a move --key that could not do what it says: the
+// operation puts replicas of the key's partition on the --to nodes, taking
+// them from the others. With every target already holding a replica there
+// is nothing to move, and the operation used to report "done" while the
+// replicas stayed where they were (issue 17, 4 replicas on 4 nodes).
+func checkMoveKey(st *cluster.State, view placement.View, table uint64, tok int64, to []uint64) error {
+	d := st.Ring(table).Lookup(tok)
+	if d == nil {
+		return status.Errorf(codes.Unavailable, "no partition holds token %d yet; retry", tok)
+	}
+	var holders []string
+	held := map[uint64]bool{}
+	for _, r := range d.GetReplicas() {
+		if !r.GetLearner() {
+			held[r.GetNodeId()] = true
+			holders = append(holders, nodeName(st, r.GetNodeId()))
+		}
+	}
+	if len(to) > len(held) {
+		return status.Errorf(codes.InvalidArgument, "--to names %d nodes, but the key's partition keeps %d replicas: name at most %d", len(to), len(held), len(held))
+	}
+	for _, id := range to {
+		if !held[id] {
+			return nil // at least one replica moves
+		}
+	}
+	names := make([]string, len(to))
+	for i, id := range to {
+		names[i] = nodeName(st, id)
+	}
+	if len(view.Live) <= len(held) {
+		return status.Errorf(codes.FailedPrecondition,
+			"nothing to move: every live node (%d) already holds one of the key's %d replicas (on %s), so no replica can go anywhere else; move --key puts the replicas on the --to nodes, which needs more live nodes than replicas per partition (add a node first)",
+			len(view.Live), len(held), strings.Join(holders, ", "))
+	}
+	holds := "already hold replicas"
+	if len(names) == 1 {
+		holds = "already holds a replica"
+	}
+	return status.Errorf(codes.FailedPrecondition,
+		"nothing to move: %s %s of the key (its replicas are on %s); --to names the nodes that should hold them, so name nodes that do not yet",
+		strings.Join(names, ", "), holds, strings.Join(holders, ", "))
 }
 
 // Rebalance implements adminpb.AdminServer.
@@ -201,19 +251,7 @@ func (s *Server) Rebalance(ctx context.Context, req *adminpb.RebalanceRequest) (
 	st := s.cfg.Meta.State()
 	resp := &adminpb.RebalanceResponse{}
 	if req.GetDryRun() {
-		view := placement.View{Dead: map[uint64]bool{}, Busy: map[uint64]bool{}}
-		for _, id := range st.NodeIDs() {
-			n := st.Nodes[id]
-			if m := st.Members[id]; n.Draining || (m != nil && (m.Draining || m.Decommissioned)) {
-				continue
-			}
-			view.Live = append(view.Live, placement.Node{ID: id, Zone: n.Label("zone", ""), Rack: n.Label("rack", "")})
-		}
-		for _, r := range st.Rings {
-			if st.Schema.ByID[r.Table()] != nil {
-				view.Parts = append(view.Parts, r.Partitions()...)
-			}
-		}
+		view := s.placementView(st)
 		ops, _ := placement.ListOperations(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix())
 		for _, op := range ops {
 			if op.Active() && op.Partition != 0 {
@@ -249,23 +287,108 @@ func nodeName(st *cluster.State, id uint64) string {
 	return fmt.Sprintf("n%d", id)
 }
 
-func (s *Server) nodeOp(ctx context.Context, ref, kind string) (*adminpb.Operation, error) {
+// DrainNode implements adminpb.AdminServer.
+func (s *Server) DrainNode(ctx context.Context, req *adminpb.NodeRequest) (*adminpb.Operation, error) {
+	return s.drainOp(ctx, req.GetNode(), placement.KindDrain)
+}
+
+// DecommissionNode implements adminpb.AdminServer.
+func (s *Server) DecommissionNode(ctx context.Context, req *adminpb.NodeRequest) (*adminpb.Operation, error) {
+	return s.drainOp(ctx, req.GetNode(), placement.KindDecommission)
+}
+
+// drainOp submits a drain or decommission after checking that it can
+// complete: one that cannot would leave the node draining indefinitely
+// (issue 17), so it is refused with the reason and the remedy instead.
+func (s *Server) drainOp(ctx context.Context, ref, kind string) (*adminpb.Operation, error) {
 	st := s.cfg.Meta.State()
 	id, err := resolveNode(st, ref)
 	if err != nil {
 		return nil, err
 	}
+	if m := st.Members[id]; m != nil && m.Decommissioned {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %s is decommissioned", nodeLabel(st, id))
+	}
+	if err := placement.CheckDrain(s.placementView(st), id); err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s %s: %v", kind, nodeLabel(st, id), err)
+	}
 	return s.submit(ctx, &placement.Operation{Kind: kind, Node: id, Reason: "requested by an operator"})
 }
 
-// DrainNode implements adminpb.AdminServer.
-func (s *Server) DrainNode(ctx context.Context, req *adminpb.NodeRequest) (*adminpb.Operation, error) {
-	return s.nodeOp(ctx, req.GetNode(), placement.KindDrain)
+// placementView is the cluster as the controller plans on it: live nodes
+// that take replicas (registered, neither draining nor decommissioned) and
+// the partitions of existing tables.
+func (s *Server) placementView(st *cluster.State) placement.View {
+	view := placement.View{Dead: map[uint64]bool{}, Busy: map[uint64]bool{}}
+	for _, id := range st.NodeIDs() {
+		n := st.Nodes[id]
+		if m := st.Members[id]; n.Draining || (m != nil && (m.Draining || m.Decommissioned)) {
+			continue
+		}
+		view.Live = append(view.Live, placement.Node{ID: id, Zone: n.Label("zone", ""), Rack: n.Label("rack", "")})
+	}
+	for _, r := range st.Rings {
+		if st.Schema.ByID[r.Table()] != nil {
+			view.Parts = append(view.Parts, r.Partitions()...)
+		}
+	}
+	return view
 }
 
-// DecommissionNode implements adminpb.AdminServer.
-func (s *Server) DecommissionNode(ctx context.Context, req *adminpb.NodeRequest) (*adminpb.Operation, error) {
-	return s.nodeOp(ctx, req.GetNode(), placement.KindDecommission)
+// nodeLabel names a node in messages: "name (id N)".
+func nodeLabel(st *cluster.State, id uint64) string {
+	if n := st.Nodes[id]; n != nil && n.Name != "" {
+		return fmt.Sprintf("%s (id %d)", n.Name, id)
+	}
+	if m := st.Members[id]; m != nil && m.Info.Name != "" {
+		return fmt.Sprintf("%s (id %d)", m.Info.Name, id)
+	}
+	return fmt.Sprintf("n%d", id)
+}
+
+// UndrainNode implements adminpb.AdminServer: it clears the node's
+// draining mark; a drain or decommission running on it sees that and stops
+// (placement's runParent).
+func (s *Server) UndrainNode(ctx context.Context, req *adminpb.NodeRequest) (*adminpb.UndrainNodeResponse, error) {
+	st := s.cfg.Meta.State()
+	id, err := resolveNode(st, req.GetNode())
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminpb.UndrainNodeResponse{Node: id}
+	if n := st.Nodes[id]; n != nil {
+		resp.Name = n.Name
+	} else if m := st.Members[id]; m != nil {
+		resp.Name = m.Info.Name
+	}
+	var decommissioned bool
+	err = cluster.UpdateMember(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix(), id, func(m *cluster.Member) bool {
+		decommissioned, resp.WasDraining = m.Decommissioned, m.Draining
+		if decommissioned || !m.Draining {
+			return false
+		}
+		m.Draining = false
+		return true
+	})
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "undrain %s: %v", nodeLabel(st, id), err)
+	}
+	if decommissioned {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %s is decommissioned; a decommissioned node does not come back (start it with an empty data directory to join as a new node)", nodeLabel(st, id))
+	}
+	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix())
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "%v", err)
+	}
+	for _, op := range ops {
+		if op.Active() && op.Node == id && (op.Kind == placement.KindDrain || op.Kind == placement.KindDecommission) {
+			resp.StoppedOperations = append(resp.StoppedOperations, op.ID)
+		}
+	}
+	if resp.WasDraining {
+		s.cfg.Logger.Info("node undrained", "node", id, "stopped_operations", fmt.Sprint(resp.StoppedOperations))
+	}
+	return resp, nil
 }
 
 // ListOperations implements adminpb.AdminServer.

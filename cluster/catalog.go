@@ -138,11 +138,9 @@ func (c *Catalog) DropKeyspace(ctx context.Context, name string, ifExists bool) 
 		}
 		ops := []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(c.k.tablesOf(name), clientv3.WithPrefix())}
 		for _, kv := range resp.Kvs {
-			t := &schema.Table{}
-			if err := json.Unmarshal(kv.Value, t); err != nil {
-				return false, fmt.Errorf("drop keyspace %s: table %s: %w", name, kv.Key, err)
+			if id, ok := storedTableID(kv.Value); ok {
+				ops = append(ops, clientv3.OpDelete(c.k.ringOf(id), clientv3.WithPrefix()))
 			}
-			ops = append(ops, clientv3.OpDelete(c.k.ringOf(t.ID), clientv3.WithPrefix()))
 		}
 		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
@@ -169,55 +167,27 @@ func (c *Catalog) DropKeyspace(ctx context.Context, name string, ifExists bool) 
 	}
 }
 
+// storedTableID reads only the id of a stored table definition, so that
+// dropping a table (or its keyspace) never depends on the rest of the
+// definition decoding: an entry that a node can no longer read (a column
+// type it cannot parse, as the custom types older nodes accepted, issue
+// 15) must still be removable by an operator. ok is false when not even
+// the id can be read; the entry is then dropped without its ring, which
+// stays behind unused (it is keyed by a table id no table has).
+func storedTableID(raw []byte) (id uint64, ok bool) {
+	var head struct {
+		ID uint64 `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.ID == 0 {
+		return 0, false
+	}
+	return head.ID, true
+}
+
 // MarshalDescriptor encodes a descriptor deterministically, so stored
 // values can be compared byte for byte in transactions.
 func MarshalDescriptor(d *kvpb.Descriptor) ([]byte, error) {
 	return proto.MarshalOptions{Deterministic: true}.Marshal(d)
-}
-
-// CreateTable creates t with its initial ring. It returns false when the
-// table exists and ifNotExists is set.
-func (c *Catalog) CreateTable(ctx context.Context, t *schema.Table, parts []*kvpb.Descriptor, ifNotExists bool) (bool, error) {
-	raw, err := json.Marshal(t)
-	if err != nil {
-		return false, err
-	}
-	key := c.k.table(t.Keyspace, t.Name)
-	ops := []clientv3.Op{clientv3.OpPut(key, string(raw))}
-	for _, p := range parts {
-		pr, err := MarshalDescriptor(p)
-		if err != nil {
-			return false, err
-		}
-		ops = append(ops, clientv3.OpPut(c.k.part(t.ID, p.GetId()), string(pr)))
-	}
-	for {
-		ok, err := c.commit(ctx, []clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(c.k.keyspace(t.Keyspace)), ">", 0),
-			clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-		}, ops, true)
-		if err != nil {
-			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), err)
-		}
-		if ok {
-			return true, nil
-		}
-		resp, err := c.cli.Txn(ctx).Then(
-			clientv3.OpGet(c.k.keyspace(t.Keyspace), clientv3.WithCountOnly()),
-			clientv3.OpGet(key, clientv3.WithCountOnly())).Commit()
-		if err != nil {
-			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), err)
-		}
-		if resp.Responses[0].GetResponseRange().Count == 0 {
-			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), ErrKeyspaceNotFound)
-		}
-		if resp.Responses[1].GetResponseRange().Count > 0 {
-			if ifNotExists {
-				return false, nil
-			}
-			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), ErrTableExists)
-		}
-	}
 }
 
 // AlterTable changes a table's definition with mutate (retried on
@@ -272,12 +242,11 @@ func (c *Catalog) DropTable(ctx context.Context, keyspace, name string, ifExists
 			}
 			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, ErrTableNotFound)
 		}
-		t := &schema.Table{}
-		if err := json.Unmarshal(resp.Kvs[0].Value, t); err != nil {
-			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, err)
+		ops := []clientv3.Op{clientv3.OpDelete(key)}
+		if id, ok := storedTableID(resp.Kvs[0].Value); ok {
+			ops = append(ops, clientv3.OpDelete(c.k.ringOf(id), clientv3.WithPrefix()))
 		}
-		ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)},
-			[]clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(c.k.ringOf(t.ID), clientv3.WithPrefix())}, true)
+		ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)}, ops, true)
 		if err != nil {
 			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, err)
 		}

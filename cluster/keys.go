@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // DefaultPrefix is where cosmosd keeps its metadata in etcd.
@@ -23,3 +25,18 @@ func (k keys) counter(kind string) string   { return k.prefix + "ids/" + kind }
 func (k keys) part(table, id uint64) string { return fmt.Sprintf("%s%020d", k.ringOf(table), id) }
 func (k keys) members() string              { return k.prefix + "members/" }
 func (k keys) member(id uint64) string      { return fmt.Sprintf("%smembers/%020d", k.prefix, id) }
+
+// pendingTables holds a record per table being created in several
+// transactions (Catalog.CreateTable); Meta hides the ring of such a table.
+func (k keys) pendingTables() string         { return k.prefix + "pending-tables/" }
+func (k keys) pendingTable(id uint64) string { return fmt.Sprintf("%s%020d", k.pendingTables(), id) }
+
+// pendingTableID parses the table id of a pending-table key.
+func (k keys) pendingTableID(key string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, k.pendingTables())
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(rest, 10, 64)
+	return id, err == nil
+}

@@ -92,6 +92,16 @@ type Meta struct {
 		nodes   map[string][]byte
 		members map[string][]byte
 		auth    map[string][]byte
+		// pending holds the records of tables being created in
+		// several transactions (Catalog.CreateTable): their rings are
+		// hidden until the table is published.
+		pending map[string][]byte
+		// undecodable holds the catalog records that failed to decode, by
+		// key, with the value that failed: each is logged once per value
+		// rather than on every rebuild of the schema, which happens on
+		// every catalog change of any table (issue 15: a busy cluster
+		// logged one bad record tens of times per second).
+		undecodable map[string]string
 	}
 
 	subsMu sync.Mutex
@@ -138,6 +148,7 @@ func (m *Meta) load(ctx context.Context) (int64, error) {
 	m.raw.nodes = map[string][]byte{}
 	m.raw.members = map[string][]byte{}
 	m.raw.auth = map[string][]byte{}
+	m.raw.pending = map[string][]byte{}
 	for _, kv := range resp.Kvs {
 		m.put(string(kv.Key), kv.Value)
 	}
@@ -159,6 +170,9 @@ func (m *Meta) put(key string, value []byte) (catalog, rings, nodes, authChanged
 	case hasPrefix(key, m.k.rings()):
 		m.raw.rings[key] = value
 		return false, true, false, false
+	case hasPrefix(key, m.k.pendingTables()):
+		m.raw.pending[key] = value
+		return false, true, false, false
 	case hasPrefix(key, m.k.nodes()):
 		m.raw.nodes[key] = value
 		return false, false, true, false
@@ -179,6 +193,9 @@ func (m *Meta) del(key string) (catalog, rings, nodes, authChanged bool) {
 		return true, false, false, false
 	case hasPrefix(key, m.k.rings()):
 		delete(m.raw.rings, key)
+		return false, true, false, false
+	case hasPrefix(key, m.k.pendingTables()):
+		delete(m.raw.pending, key)
 		return false, true, false, false
 	case hasPrefix(key, m.k.nodes()):
 		delete(m.raw.nodes, key)
@@ -219,8 +236,20 @@ func (m *Meta) publish(rev int64, catalog, rings, nodes, authChanged bool) error
 	return nil
 }
 
+// buildSchema decodes the catalog. A record that does not decode is left
+// out of the schema (its table answers "unconfigured table") and logged
+// once for each value it has; DROP TABLE and DROP KEYSPACE still remove it,
+// since the catalog drops by key (Catalog.DropTable).
 func (m *Meta) buildSchema() *schema.Schema {
 	s := schema.Empty()
+	undecodable := map[string]string{}
+	skip := func(msg, key string, v []byte, err error) {
+		if prev, ok := m.raw.undecodable[key]; !ok || prev != string(v) {
+			m.logger.Error(msg, "key", key, "err", err)
+		}
+		undecodable[key] = string(v)
+	}
+	defer func() { m.raw.undecodable = undecodable }()
 	for key, v := range m.raw.catalog {
 		switch {
 		case key == m.k.version():
@@ -228,14 +257,14 @@ func (m *Meta) buildSchema() *schema.Schema {
 		case hasPrefix(key, m.k.keyspaces()):
 			ks := &schema.Keyspace{}
 			if err := json.Unmarshal(v, ks); err != nil {
-				m.logger.Error("skip undecodable keyspace", "key", key, "err", err)
+				skip("skip undecodable keyspace", key, v, err)
 				continue
 			}
 			s.Keyspaces[ks.Name] = ks
 		case hasPrefix(key, m.k.tables()):
 			t := &schema.Table{}
 			if err := json.Unmarshal(v, t); err != nil {
-				m.logger.Error("skip undecodable table", "key", key, "err", err)
+				skip("skip undecodable table", key, v, err)
 				continue
 			}
 			if s.Tables[t.Keyspace] == nil {
@@ -248,12 +277,28 @@ func (m *Meta) buildSchema() *schema.Schema {
 	return s
 }
 
+// buildRings decodes the rings. The ring of a table still being created
+// (a pending record exists, Catalog.CreateTable) is left out: its
+// descriptors are written over several transactions, and nothing (nodes
+// starting replicas, the controller, routing) may act on a partial ring or
+// on a table that may never be published. The transaction that publishes
+// the table deletes the pending record, so table and whole ring appear in
+// the same revision.
 func (m *Meta) buildRings() map[uint64]*ring.Ring {
+	pending := map[uint64]bool{}
+	for key := range m.raw.pending {
+		if id, ok := m.k.pendingTableID(key); ok {
+			pending[id] = true
+		}
+	}
 	byTable := map[uint64][]*kvpb.Descriptor{}
 	for key, v := range m.raw.rings {
 		d := &kvpb.Descriptor{}
 		if err := proto.Unmarshal(v, d); err != nil {
 			m.logger.Error("skip undecodable partition descriptor", "key", key, "err", err)
+			continue
+		}
+		if pending[d.GetTableId()] {
 			continue
 		}
 		byTable[d.GetTableId()] = append(byTable[d.GetTableId()], d)

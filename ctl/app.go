@@ -152,9 +152,9 @@ func commonFlags(withEnv bool) []cli.Flag {
 		&cli.DurationFlag{Name: flagTimeout, Value: DefaultTimeout, Usage: "timeout of each call to the cluster"},
 		&cli.DurationFlag{Name: flagDialTimeout, Value: DefaultDialTimeout, Usage: "how long to wait for each endpoint to answer"},
 		&cli.StringFlag{Name: flagCertsDir, EnvVars: env(CertsDirEnv),
-			Usage: "directory with ca.crt and client.USER.crt/.key: talk TLS to a secure cluster (default empty: plaintext)"},
+			Usage: "directory with ca.crt and client.USER.crt/.key: talk TLS to a secure cluster", DefaultText: "none: plaintext"},
 		&cli.StringFlag{Name: flagUser, Value: DefaultUser, EnvVars: env(UserEnv),
-			Usage: "whose client certificate of --certs-dir to present (default root, or the only one there)"},
+			Usage: "whose client certificate of --certs-dir to present", DefaultText: DefaultUser + ", or the only one there"},
 	}
 }
 

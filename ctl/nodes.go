@@ -2,8 +2,10 @@ package ctl
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -51,6 +53,27 @@ func nodesCommand() *cli.Command {
 					return admin.DecommissionNode(ctx, &adminpb.NodeRequest{Node: node})
 				}),
 			},
+			{
+				Name:      "undrain",
+				Usage:     "take a node out of draining (it gets replicas again) and stop its drain or decommission",
+				ArgsUsage: "NODE",
+				Flags:     leafFlags(),
+				Action: run(func(ctx context.Context, c *cli.Context, e *env) error {
+					node, err := oneArg(c, e.args, "NODE (a node name or ID)")
+					if err != nil {
+						return err
+					}
+					var resp *adminpb.UndrainNodeResponse
+					err = e.call(ctx, func(ctx context.Context, admin adminpb.AdminClient) (err error) {
+						resp, err = admin.UndrainNode(ctx, &adminpb.NodeRequest{Node: node})
+						return err
+					})
+					if err != nil {
+						return err
+					}
+					return e.print(resp, func(w io.Writer) error { return renderUndrain(w, resp) })
+				}),
+			},
 		},
 	}
 }
@@ -67,6 +90,25 @@ func nodeOperation(rpc func(ctx context.Context, admin adminpb.AdminClient, node
 			return rpc(ctx, admin, node)
 		})
 	})
+}
+
+// renderUndrain says what undrain did.
+func renderUndrain(w io.Writer, r *adminpb.UndrainNodeResponse) error {
+	name := nodeName(r.GetName(), r.GetNode())
+	if !r.GetWasDraining() {
+		_, err := fmt.Fprintf(w, "node %s was not draining; nothing changed\n", name)
+		return err
+	}
+	msg := fmt.Sprintf("node %s undrained: it takes replicas again", name)
+	if ops := r.GetStoppedOperations(); len(ops) > 0 {
+		ids := make([]string, len(ops))
+		for i, id := range ops {
+			ids[i] = strconv.FormatUint(id, 10)
+		}
+		msg += "; stopping operation " + strings.Join(ids, ", ") + " (moves under way finish)"
+	}
+	_, err := fmt.Fprintln(w, msg)
+	return err
 }
 
 // renderNodes prints the node table.

@@ -361,6 +361,10 @@ func TestOperationsOnOneNode(t *testing.T) {
 			{"move onto a holder", []string{"move", "--partition", P, "--from", "node-1", "--to", "node-1"}, `already has a replica on node node-1`},
 			{"move unknown partition", []string{"move", "--partition", "P999999", "--from", "node-1", "--to", "node-2"}, `partition 999999 does not exist`},
 			{"move key unknown node", []string{"move", "--table", "ks.t", "--key", "theo", "--to", "node-9"}, `no node named "node-9"`},
+			// Issue 17: a move --key onto nodes that all hold a replica
+			// already reported done and moved nothing.
+			{"move key onto its holders", []string{"move", "--table", "ks.t", "--key", "theo", "--to", "node-1", "--to", "node-1"},
+				`^cosmosctl: nothing to move: every live node \(1\) already holds one of the key's 1 replicas \(on node-1\), so no replica can go anywhere else; move --key puts the replicas on the --to nodes, which needs more live nodes than replicas per partition \(add a node first\)\n$`},
 			{"throughput unknown table", []string{"throughput", "set", "--table", "ks.nope", "5"}, `table ks.nope does not exist`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

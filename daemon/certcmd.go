@@ -19,7 +19,7 @@ func certCommand() *cli.Command {
 		return &cli.StringFlag{Name: "certs-dir", Required: true, Usage: "directory of the certificates (created 0700 if missing)"}
 	}
 	caKeyFlag := func() cli.Flag {
-		return &cli.StringFlag{Name: "ca-key", Usage: "the CA's key file (default CERTS-DIR/ca.key; keep it off the nodes)"}
+		return &cli.StringFlag{Name: "ca-key", Usage: "the CA's key file (keep it off the nodes)", DefaultText: "CERTS-DIR/ca.key"}
 	}
 	common := func(lifetime time.Duration) []cli.Flag {
 		return []cli.Flag{
@@ -37,14 +37,18 @@ func certCommand() *cli.Command {
 		fmt.Fprintf(c.App.Writer, "wrote %s (%s, serial %s, valid until %s)\n", file, what, security.SerialString(cert), cert.NotAfter.UTC().Format(time.DateOnly))
 	}
 	return &cli.Command{
-		Name:  "cert",
-		Usage: "make the certificates of a secure cluster (CA, nodes, clients)",
+		Name:   "cert",
+		Usage:  "make the certificates of a secure cluster (CA, nodes, clients)",
+		Action: groupAction,
 		Subcommands: []*cli.Command{
 			{
 				Name:  "create-ca",
 				Usage: "make the cluster CA: ca.crt and its key (with --overwrite, the old CA stays in ca.crt for a rotation)",
 				Flags: common(security.DefaultCALifetime),
 				Action: func(c *cli.Context) error {
+					if err := refuseArgs(c); err != nil {
+						return err
+					}
 					cert, err := security.CreateCA(opts(c))
 					if err != nil {
 						return err
@@ -94,6 +98,9 @@ func certCommand() *cli.Command {
 				Usage: "show the certificates in the directory",
 				Flags: []cli.Flag{dirFlag()},
 				Action: func(c *cli.Context) error {
+					if err := refuseArgs(c); err != nil {
+						return err
+					}
 					certs, err := security.ListCerts(c.String("certs-dir"))
 					if err != nil {
 						return err

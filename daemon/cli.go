@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,45 +21,53 @@ import (
 )
 
 // flags are cosmosd's command-line flags; each mirrors a Config field and
-// overrides the YAML file when given.
+// overrides the YAML file when given. Their help states each default once,
+// as "(default: X)", taken from Config.SetDefaults so that help and
+// behaviour cannot disagree. The defaults travel in DefaultText, never in
+// Value: configFrom reads only the flags that were set, so a file's value is
+// not overridden by a flag's default (issue 17: help showed "(default 5m)
+// (default: 0s)").
 func flags() []cli.Flag {
+	var d Config
+	d.SetDefaults()
+	num := func(n int64) string { return strconv.FormatInt(n, 10) }
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "YAML configuration file (flags override it)"},
-		&cli.StringFlag{Name: "name", Usage: "node name (default: host name)"},
-		&cli.StringFlag{Name: "data-dir", Usage: "data directory (default /var/lib/cosmosd)"},
-		&cli.StringFlag{Name: "cql-addr", Usage: "CQL native protocol listen address (default :9042)"},
-		&cli.StringFlag{Name: "peer-addr", Usage: "internode gRPC listen address (default :7000)"},
-		&cli.StringFlag{Name: "admin-addr", Usage: "admin gRPC listen address (default :7070)"},
-		&cli.StringFlag{Name: "http-addr", Usage: "HTTP address for /metrics, /healthz, /readyz, pprof (default :8080; empty disables)"},
-		&cli.StringFlag{Name: "advertise-host", Usage: "address other nodes and clients reach this node at (default: derived from cql-addr or the host's first address)"},
+		&cli.StringFlag{Name: "name", Usage: "node name", DefaultText: "the host name"},
+		&cli.StringFlag{Name: "data-dir", Usage: "data directory", DefaultText: d.DataDir},
+		&cli.StringFlag{Name: "cql-addr", Usage: "CQL native protocol listen address", DefaultText: d.CQLAddr},
+		&cli.StringFlag{Name: "peer-addr", Usage: "internode gRPC listen address", DefaultText: d.PeerAddr},
+		&cli.StringFlag{Name: "admin-addr", Usage: "admin gRPC listen address", DefaultText: d.AdminAddr},
+		&cli.StringFlag{Name: "http-addr", Usage: "HTTP address for /metrics, /healthz, /readyz, pprof; empty disables", DefaultText: defaultHTTPAddr + ", or none with --config"},
+		&cli.StringFlag{Name: "advertise-host", Usage: "address other nodes and clients reach this node at", DefaultText: "derived from cql-addr or the host's first address"},
 		&cli.StringFlag{Name: "etcd-endpoints", Usage: "comma-separated etcd endpoints; empty runs an embedded etcd in this process"},
-		&cli.StringFlag{Name: "embedded-etcd-addr", Usage: "client address of the embedded etcd (default 127.0.0.1:2379)"},
-		&cli.StringFlag{Name: "etcd-prefix", Usage: "etcd key prefix (default /cosmosd/)"},
-		&cli.StringFlag{Name: "consensus", Usage: "replication engine: raft (default, 4 replicas) or local (1 replica, development)"},
-		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default info)"},
-		&cli.StringFlag{Name: "log-format", Usage: "text or json (default text)"},
+		&cli.StringFlag{Name: "embedded-etcd-addr", Usage: "client address of the embedded etcd", DefaultText: d.EmbeddedEtcdAddr},
+		&cli.StringFlag{Name: "etcd-prefix", Usage: "etcd key prefix", DefaultText: d.EtcdPrefix},
+		&cli.StringFlag{Name: "consensus", Usage: "replication engine: raft (4 replicas) or local (1 replica, development)", DefaultText: d.Consensus},
+		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", DefaultText: d.LogLevel},
+		&cli.StringFlag{Name: "log-format", Usage: "text or json", DefaultText: d.LogFormat},
 		&cli.StringSliceFlag{Name: "label", Usage: "node label key=value (zone, rack, dc); repeatable"},
-		&cli.DurationFlag{Name: "dead-after", Usage: "how long a node may be unreachable before its replicas are replaced (default 5m)"},
-		&cli.DurationFlag{Name: "request-timeout", Usage: "timeout of one request inside the cluster (default 10s)"},
-		&cli.IntFlag{Name: "replication-factor", Usage: "replicas per physical partition (default 4 under raft, 1 under local)"},
-		&cli.Int64Flag{Name: "logical-partition-max-bytes", Usage: "largest logical partition (default 20000000000)"},
-		&cli.Int64Flag{Name: "physical-partition-max-bytes", Usage: "split physical partitions above this size (default 50000000000)"},
-		&cli.Int64Flag{Name: "physical-partition-max-ru", Usage: "split physical partitions whose RU/s share exceeds this (default 10000)"},
-		&cli.IntFlag{Name: "max-connections", Usage: "CQL client connections of the node (default 4096)"},
-		&cli.IntFlag{Name: "max-connections-per-client", Usage: "CQL connections from one client IP address (default 512)"},
-		&cli.DurationFlag{Name: "idle-timeout", Usage: "close CQL connections idle this long (default 10m; 0 disables)"},
-		&cli.IntFlag{Name: "max-partition-key-restrictions-per-query", Usage: "partition keys one statement's IN restrictions may address (default 100)"},
-		&cli.IntFlag{Name: "max-clustering-key-restrictions-per-query", Usage: "clustering keys one statement's IN restrictions may address (default 100)"},
-		&cli.IntFlag{Name: "max-mutation-bytes", Usage: "largest write of one statement or batch to one partition (default 16 MiB, at most max_frame_bytes)"},
-		&cli.IntFlag{Name: "page-max-bytes", Usage: "end a page of a SELECT once its rows take this many bytes (default 8 MiB)"},
-		&cli.IntFlag{Name: "max-unpaged-result-bytes", Usage: "largest result of an unpaged SELECT (default 64 MiB)"},
-		&cli.Int64Flag{Name: "max-provisioned-throughput", Usage: "most RU/s a table or keyspace may be provisioned with (default 1000000)"},
-		&cli.IntFlag{Name: "max-partitions-per-table", Usage: "most physical partitions of one table (default 1024)"},
-		&cli.StringFlag{Name: "authenticator", Usage: "CQL authentication: allow-all (default) or password (roles and permissions, docs/security.md)"},
-		&cli.StringFlag{Name: "superuser", Usage: "superuser role created on the first start with --authenticator password (default cassandra)"},
+		&cli.DurationFlag{Name: "dead-after", Usage: "how long a node may be unreachable before its replicas are replaced", DefaultText: d.DeadAfter.String()},
+		&cli.DurationFlag{Name: "request-timeout", Usage: "timeout of one request inside the cluster", DefaultText: d.RequestTimeout.String()},
+		&cli.IntFlag{Name: "replication-factor", Usage: "replicas per physical partition", DefaultText: num(int64(d.ReplicationFactor)) + " under raft, 1 under local"},
+		&cli.Int64Flag{Name: "logical-partition-max-bytes", Usage: "largest logical partition", DefaultText: num(d.LogicalPartitionMaxBytes)},
+		&cli.Int64Flag{Name: "physical-partition-max-bytes", Usage: "split physical partitions above this size", DefaultText: num(d.PhysicalPartitionMaxBytes)},
+		&cli.Int64Flag{Name: "physical-partition-max-ru", Usage: "split physical partitions whose RU/s share exceeds this", DefaultText: num(d.PhysicalPartitionMaxRU)},
+		&cli.IntFlag{Name: "max-connections", Usage: "CQL client connections of the node", DefaultText: num(int64(d.MaxConnections))},
+		&cli.IntFlag{Name: "max-connections-per-client", Usage: "CQL connections from one client IP address", DefaultText: num(int64(d.MaxConnectionsPerClient))},
+		&cli.DurationFlag{Name: "idle-timeout", Usage: "close CQL connections idle this long; 0 disables", DefaultText: d.IdleTimeout.String()},
+		&cli.IntFlag{Name: "max-partition-key-restrictions-per-query", Usage: "partition keys one statement's IN restrictions may address", DefaultText: num(int64(d.MaxPartitionKeyRestrictionsPerQuery))},
+		&cli.IntFlag{Name: "max-clustering-key-restrictions-per-query", Usage: "clustering keys one statement's IN restrictions may address", DefaultText: num(int64(d.MaxClusteringKeyRestrictionsPerQuery))},
+		&cli.IntFlag{Name: "max-mutation-bytes", Usage: "largest write of one statement or batch to one partition, at most max_frame_bytes", DefaultText: num(int64(d.MaxMutationBytes))},
+		&cli.IntFlag{Name: "page-max-bytes", Usage: "end a page of a SELECT once its rows take this many bytes", DefaultText: num(int64(d.PageMaxBytes))},
+		&cli.IntFlag{Name: "max-unpaged-result-bytes", Usage: "largest result of an unpaged SELECT", DefaultText: num(int64(d.MaxUnpagedResultBytes))},
+		&cli.Int64Flag{Name: "max-provisioned-throughput", Usage: "most RU/s a table or keyspace may be provisioned with", DefaultText: num(d.MaxProvisionedThroughput)},
+		&cli.IntFlag{Name: "max-partitions-per-table", Usage: "most physical partitions of one table", DefaultText: num(int64(d.MaxPartitionsPerTable))},
+		&cli.StringFlag{Name: "authenticator", Usage: "CQL authentication: allow-all or password (roles and permissions, docs/security.md)", DefaultText: d.Authenticator},
+		&cli.StringFlag{Name: "superuser", Usage: "superuser role created on the first start with --authenticator password", DefaultText: d.Superuser},
 		&cli.StringFlag{Name: "superuser-password-file", Usage: "file holding the superuser's password, read when no role exists yet (required then)"},
-		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (`cosmosd cert`): TLS on every listener, mutual TLS between nodes (default empty: insecure)"},
-		&cli.StringFlag{Name: "admin-users", Usage: "comma-separated client certificate names the admin API accepts with --certs-dir (default root)"},
+		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (made by cosmosd cert): TLS on every listener, mutual TLS between nodes", DefaultText: "none: insecure"},
+		&cli.StringFlag{Name: "admin-users", Usage: "comma-separated client certificate names the admin API accepts with --certs-dir", DefaultText: strings.Join(d.AdminUsers, ",")},
 		&cli.BoolFlag{Name: "cql-require-client-cert", Usage: "CQL clients must present a certificate of the cluster CA (needs --certs-dir)"},
 		&cli.StringFlag{Name: "etcd-ca-file", Usage: "CA bundle of an external etcd's server certificate (turns etcd TLS on)"},
 		&cli.StringFlag{Name: "etcd-cert-file", Usage: "client certificate presented to an external etcd"},
@@ -89,7 +98,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		}
 	}
 	if !c.IsSet("http-addr") && cfg.HTTPAddr == "" && c.String("config") == "" {
-		cfg.HTTPAddr = ":8080"
+		cfg.HTTPAddr = defaultHTTPAddr
 	}
 	if c.IsSet("admin-users") {
 		cfg.AdminUsers = nil
@@ -158,22 +167,120 @@ func configFrom(c *cli.Context) (Config, error) {
 	return cfg, cfg.Validate()
 }
 
+// defaultHTTPAddr is the HTTP address of a node started without --config
+// (a configuration file enables HTTP with http_addr).
+const defaultHTTPAddr = ":8080"
+
 // App returns the cosmosd command.
-func App() *cli.App {
-	return &cli.App{
+func App() *cli.App { return newApp(runUntilSignal) }
+
+// newApp builds the cosmosd command around run, which starts what a
+// command starts and waits for a signal to stop it (runUntilSignal; tests
+// pass one that records instead of starting).
+func newApp(run func(start func(ctx context.Context) (stopper, error)) error) *cli.App {
+	app := &cli.App{
 		Name:    "cosmosd",
 		Usage:   "a Cassandra-compatible database that partitions and replicates like Azure Cosmos DB",
 		Version: fmt.Sprintf("%s (commit %s, built %s)", Version, Commit, BuildDate),
 		Flags:   flags(),
+		// Only main exits the process: urfave/cli's own handler exits on
+		// some errors (help for an unknown topic), which would skip main's
+		// message and any caller's cleanup.
+		ExitErrHandler: func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
+			if err := refuseArgs(c); err != nil {
+				return err
+			}
 			cfg, err := configFrom(c)
 			if err != nil {
 				return err
 			}
-			return runUntilSignal(func(ctx context.Context) (stopper, error) { return Start(ctx, cfg) })
+			return run(func(ctx context.Context) (stopper, error) {
+				n, err := Start(ctx, cfg)
+				if err != nil {
+					return nil, err
+				}
+				if err := nodeBanner(c.App.ErrWriter, n); err != nil {
+					n.logger.Warn("cannot print the startup banner", "err", err)
+				}
+				return n, nil
+			})
 		},
-		Commands: []*cli.Command{demoCommand(), etcdCommand(), certCommand()},
+		Commands: []*cli.Command{demoCommand(run), etcdCommand(run), certCommand()},
 	}
+	return app
+}
+
+// refuseArgs answers positional arguments where a command takes none with
+// its usage on stderr and an error. Without it, `cosmosd foo` or a
+// mistyped subcommand (`cosmosd cert create-cs ...`) started a node with
+// default settings: data in /var/lib/cosmosd, listening on every interface
+// (issue 17).
+func refuseArgs(c *cli.Context) error {
+	if !c.Args().Present() {
+		return nil
+	}
+	showUsage(c)
+	arg := c.Args().First()
+	switch cmds := commandNames(c); {
+	case isRoot(c):
+		return fmt.Errorf("unknown command %q: %s takes flags or one of the commands %s (see %s --help)", arg, c.App.Name, strings.Join(cmds, ", "), c.App.Name)
+	case len(cmds) > 0:
+		return fmt.Errorf("unknown command %q: %s has the commands %s (see %s --help)", arg, c.Command.HelpName, strings.Join(cmds, ", "), c.Command.HelpName)
+	default:
+		return fmt.Errorf("unexpected argument %q: %s takes flags only (see %s --help)", arg, c.Command.HelpName, c.Command.HelpName)
+	}
+}
+
+// isRoot reports whether c is the context of cosmosd itself, not of one of
+// its commands.
+func isRoot(c *cli.Context) bool {
+	return c.Command == nil || c.Command.HelpName == "" || c.Command.HelpName == c.App.Name
+}
+
+// commandNames lists the commands of c's command, without urfave/cli's
+// help command (which it adds to every command).
+func commandNames(c *cli.Context) []string {
+	cmds := c.App.Commands
+	if !isRoot(c) {
+		cmds = c.Command.Subcommands
+	}
+	var names []string
+	for _, sub := range cmds {
+		if sub.Name != "help" && !sub.Hidden {
+			names = append(names, sub.Name)
+		}
+	}
+	return names
+}
+
+// showUsage prints the help of c's command to stderr, where a refusal's
+// reason goes, leaving stdout empty for scripts.
+func showUsage(c *cli.Context) {
+	w := c.App.Writer
+	c.App.Writer = c.App.ErrWriter
+	if c.App.Writer == nil {
+		c.App.Writer = os.Stderr
+	}
+	defer func() { c.App.Writer = w }()
+	if isRoot(c) {
+		_ = cli.ShowAppHelp(c)
+		return
+	}
+	if len(commandNames(c)) > 0 {
+		_ = cli.ShowSubcommandHelp(c)
+		return
+	}
+	_ = cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
+}
+
+// groupAction is the action of a command that only groups subcommands
+// (cert): alone it shows its help; an unknown subcommand is refused.
+func groupAction(c *cli.Context) error {
+	if err := refuseArgs(c); err != nil {
+		return err
+	}
+	return cli.ShowSubcommandHelp(c)
 }
 
 type stopper interface{ Close(context.Context) error }
@@ -325,7 +432,7 @@ func StartDemo(ctx context.Context, dataDir string, n int, consensus string, bas
 	return d, nil
 }
 
-func demoCommand() *cli.Command {
+func demoCommand(run func(start func(ctx context.Context) (stopper, error)) error) *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "run a local cluster of several nodes in this process with an embedded etcd (CQL on 127.0.0.1:9042, admin on 127.0.0.1:7070)",
@@ -336,8 +443,11 @@ func demoCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := refuseArgs(c); err != nil {
+				return err
+			}
 			base := Config{LogLevel: c.String("log-level")}
-			return runUntilSignal(func(ctx context.Context) (stopper, error) {
+			return run(func(ctx context.Context) (stopper, error) {
 				// The demo is the one-command local cluster: plaintext on
 				// loopback, and it says so (docs/security.md).
 				base.NewLogger().Warn("running insecure: no TLS, no authentication", "demo", true)
@@ -345,7 +455,9 @@ func demoCommand() *cli.Command {
 				if err != nil {
 					return nil, err
 				}
-				fmt.Fprintf(os.Stderr, "cosmosd demo: %d nodes; CQL on 127.0.0.1:9042, admin on 127.0.0.1:7070; Ctrl-C stops\n", len(d.Nodes))
+				if err := demoBanner(c.App.ErrWriter, d, c.String("data-dir")); err != nil {
+					base.NewLogger().Warn("cannot print the startup banner", "err", err)
+				}
 				return d, nil
 			})
 		},
@@ -355,7 +467,7 @@ func demoCommand() *cli.Command {
 // etcdCommand runs a standalone etcd member from the cosmosd binary, so a
 // host (or a test container) needs no other software to form an etcd
 // cluster for cosmosd.
-func etcdCommand() *cli.Command {
+func etcdCommand(run func(start func(ctx context.Context) (stopper, error)) error) *cli.Command {
 	return &cli.Command{
 		Name:  "etcd",
 		Usage: "run an etcd member (for hosts that have no etcd of their own)",
@@ -371,6 +483,9 @@ func etcdCommand() *cli.Command {
 			&cli.StringFlag{Name: "certs-dir", Usage: "serve clients and peers over TLS with node.crt/node.key, requiring certificates of ca.crt (--initial-cluster then names https:// URLs)"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := refuseArgs(c); err != nil {
+				return err
+			}
 			ecfg := cluster.EmbeddedConfig{
 				Dir: c.String("data-dir"), Name: c.String("name"),
 				ClientAddr: c.String("listen-client"), PeerAddr: c.String("listen-peer"),
@@ -382,7 +497,7 @@ func etcdCommand() *cli.Command {
 				f := security.NodeFiles(dir)
 				ecfg.TLS = &cluster.EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
 			}
-			return runUntilSignal(func(ctx context.Context) (stopper, error) {
+			return run(func(ctx context.Context) (stopper, error) {
 				e, err := cluster.StartEmbedded(ecfg)
 				if err != nil {
 					return nil, err

@@ -241,6 +241,11 @@ func (c *Controller) lead(ctx context.Context) {
 	}
 }
 
+// orphanRingsEvery is how many rounds pass between collections of orphan
+// rings: a partial ring stays hidden for its pending record's lease (30s)
+// anyway, so a minute's delay costs nothing.
+const orphanRingsEvery = 60
+
 // round is one planning round.
 func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 	log := c.cfg.Logger
@@ -264,6 +269,15 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	c.rounds++
 	sizeCheck := c.rounds%c.cfg.SizeCheckEvery == 0
+	if c.rounds%orphanRingsEvery == 0 {
+		// A CREATE TABLE whose coordinator died midway leaves a partial
+		// ring (cluster.Catalog.CreateTable); collect it.
+		if n, err := c.cfg.Catalog.CollectOrphanRings(ctx); err != nil {
+			log.Warn("collect orphan rings", "err", err)
+		} else if n > 0 {
+			log.Info("deleted rings of tables never created", "rings", n)
+		}
+	}
 	reports := c.collect(ctx, st, sizeCheck)
 	ops, err := ListOperations(ctx, c.cli, c.cfg.Meta.Prefix())
 	if err != nil {
@@ -494,7 +508,7 @@ func (c *Controller) balanceLeaders(ctx context.Context, st *cluster.State, repo
 		if err := c.cfg.Router.TransferLeader(tctx, t.Partition, consensus.NodeID(t.To)); err != nil {
 			c.cfg.Logger.Debug("balance leadership", "partition", t.Partition, "to", t.To, "err", err)
 		} else {
-			c.cfg.Logger.Info("moved leadership", "partition", t.Partition, "from", t.From, "to", t.To)
+			c.cfg.Logger.Debug("moved leadership", "partition", t.Partition, "from", t.From, "to", t.To)
 		}
 		cancel()
 	}
@@ -761,7 +775,7 @@ func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports m
 			}
 			return
 		}
-		c.cfg.Logger.Info("synced routing copy", "partition", d.GetId(), "generation", d.GetGeneration(), "start", d.GetStart(), "end", d.GetEnd())
+		c.cfg.Logger.Debug("synced routing copy", "partition", d.GetId(), "generation", d.GetGeneration(), "start", d.GetStart(), "end", d.GetEnd())
 	}
 	// First newer versions of known partitions (a split's left half
 	// shrinks here), then partitions the rings do not know (its right

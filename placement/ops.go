@@ -100,6 +100,16 @@ func (o *Operation) step(name, state, detail string) {
 	o.Steps = append(o.Steps, Step{Name: name, State: state, Detail: detail, At: now})
 }
 
+// hasStep reports whether the operation recorded a step of that name.
+func (o *Operation) hasStep(name string) bool {
+	for _, st := range o.Steps {
+		if st.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (o *Operation) String() string {
 	switch o.Kind {
 	case KindMove, KindRepair:

@@ -15,18 +15,36 @@ import (
 // waiting for them instead of planning twice.
 func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 	prefix := c.cfg.Meta.Prefix()
-	if op.Kind == KindDrain || op.Kind == KindDecommission {
-		if c.cfg.Meta.State().Members[op.Node] == nil {
+	draining := op.Kind == KindDrain || op.Kind == KindDecommission
+	if draining {
+		m := c.cfg.Meta.State().Members[op.Node]
+		if m == nil {
 			return fmt.Errorf("node %d is not a member of the cluster", op.Node)
 		}
-		if err := cluster.UpdateMember(ctx, c.cli, prefix, op.Node, func(m *cluster.Member) bool {
-			if m.Draining {
-				return false
+		// The step is recorded before the member is marked, so that a
+		// controller resuming the operation tells an operator's undrain
+		// (step recorded, mark gone) from a mark not yet made. A crash
+		// between the two makes the resumed drain stop as undrained: safe,
+		// the operator drains again.
+		if op.hasStep(stepMarkDraining) {
+			if marked, err := c.markedDraining(ctx, op.Node); err != nil {
+				return err
+			} else if !marked {
+				return errUndrained(op.Node)
 			}
-			m.Draining = true
-			return true
-		}); err != nil {
-			return err
+		} else {
+			if err := c.progress(ctx, op, stepMarkDraining, StateDone, "no new replicas go to the node", 0); err != nil {
+				return err
+			}
+			if err := cluster.UpdateMember(ctx, c.cli, prefix, op.Node, func(m *cluster.Member) bool {
+				if m.Draining {
+					return false
+				}
+				m.Draining = true
+				return true
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	planned := 0
@@ -66,6 +84,16 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 		}
 		// Plan the next moves.
 		st := c.cfg.Meta.State()
+		if m := st.Members[op.Node]; draining && (m == nil || !m.Draining) {
+			// cosmosctl nodes undrain: stop; moves under way finished
+			// above. The local state may lag the mark just made, so
+			// etcd has the last word.
+			if marked, err := c.markedDraining(ctx, op.Node); err != nil {
+				return err
+			} else if !marked {
+				return errUndrained(op.Node)
+			}
+		}
 		busy := c.busyPartitions()
 		view := c.view(st, time.Now(), busy)
 		var moves []Move
@@ -75,7 +103,10 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 		default:
 			moves = PlanDrain(view, map[uint64]bool{op.Node: true}, c.cfg.MaxConcurrentMoves)
 			if len(moves) == 0 && c.holds(st, op.Node) && len(busy) == 0 {
-				return fmt.Errorf("node %d still holds replicas but no live node can take them", op.Node)
+				if err := CheckDrain(view, op.Node); err != nil {
+					return fmt.Errorf("%w; the node stays draining until then, or cosmosctl nodes undrain %d ends the drain", err, op.Node)
+				}
+				return fmt.Errorf("node %d still holds replicas but no live node can take them; add a node, or cosmosctl nodes undrain %d ends the drain", op.Node, op.Node)
 			}
 		}
 		if len(moves) == 0 {
@@ -109,6 +140,27 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 		}
 	}
 	return c.progress(ctx, op, "moves", StateDone, plural(planned, "move"), 1)
+}
+
+// stepMarkDraining is the step of a drain or decommission that marks its
+// node draining.
+const stepMarkDraining = "mark draining"
+
+// markedDraining reads whether node's member record is marked draining,
+// from etcd rather than the possibly lagging local state.
+func (c *Controller) markedDraining(ctx context.Context, node uint64) (bool, error) {
+	marked := false
+	err := cluster.UpdateMember(ctx, c.cli, c.cfg.Meta.Prefix(), node, func(m *cluster.Member) bool {
+		marked = m.Draining
+		return false
+	})
+	return marked, err
+}
+
+// errUndrained ends a drain or decommission whose node an operator
+// undrained.
+func errUndrained(node uint64) error {
+	return fmt.Errorf("stopped: node %d was undrained (cosmosctl nodes undrain)", node)
 }
 
 func plural(n int, what string) string {

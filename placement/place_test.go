@@ -2,6 +2,7 @@ package placement
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -186,5 +187,45 @@ func TestPlanLeaders(t *testing.T) {
 	}
 	if again := PlanLeaders([]LeaderView{{Partition: 1, Leader: 2, Voters: []uint64{1, 2}}}, live, nil, 10); len(again) != 0 {
 		t.Fatalf("balanced leaders got transfers %+v", again)
+	}
+}
+
+// A drain that cannot complete is refused up front with the reason and
+// the remedy (issue 17: 4 replicas per partition on 4 nodes).
+func TestCheckDrain(t *testing.T) {
+	four := []Node{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}
+	parts := []*kvpb.Descriptor{descWith(1, 1, 2, 3, 4), descWith(2, 1, 2, 3, 4), descWith(3, 2, 3, 4)}
+	for _, tc := range []struct {
+		name string
+		v    View
+		node uint64
+		want string // "" = drainable
+	}{
+		{"4 replicas on 4 nodes", View{Parts: parts, Live: four}, 1,
+			"cannot drain node 1: 2 of its partitions (partition 1 among them) keep 4 replicas on distinct nodes, and only 3 other live nodes can hold replicas, all of which already do; add 1 node first (or lower the replication factor)"},
+		{"a fifth node", View{Parts: parts, Live: append(four, Node{ID: 5})}, 1, ""},
+		{"the fifth node is dead", View{Parts: parts, Live: append(four, Node{ID: 5}), Dead: map[uint64]bool{5: true}}, 1, "add 1 node first"},
+		{"node 1 holds no replica of partition 3", View{Parts: parts[2:], Live: four}, 1, ""},
+		{"3 replicas on 4 nodes", View{Parts: parts[2:], Live: four}, 2, ""},
+		{"one node, one replica", View{Parts: []*kvpb.Descriptor{descWith(1, 1)}, Live: []Node{{ID: 1}}}, 1,
+			"only 0 other live nodes can hold replicas, all of which already do; add 1 node first"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckDrain(tc.v, tc.node)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("drainable node refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrCannotDrain) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrCannotDrain with %q", err, tc.want)
+			}
+			// And the drain planner indeed finds no move for the blocked
+			// partitions.
+			if moves := PlanDrain(tc.v, map[uint64]bool{tc.node: true}, 100); len(moves) != 0 && len(tc.v.Live) == 4 {
+				t.Fatalf("refused drain has moves %+v", moves)
+			}
+		})
 	}
 }

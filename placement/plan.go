@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -308,4 +309,50 @@ func PlanLeaders(parts []LeaderView, live map[uint64]bool, busy map[uint64]bool,
 		out = append(out, Transfer{Partition: p.Partition, From: p.Leader, To: best})
 	}
 	return out
+}
+
+// ErrCannotDrain reports a drain or decommission that cannot complete.
+var ErrCannotDrain = errors.New("cannot drain")
+
+// CheckDrain tells up front whether node can be drained in view v: every
+// partition with a replica on node needs a live node (v.Live, not node,
+// not dead) that holds none of its replicas yet. Otherwise the drain would
+// wait forever with the node marked draining (issue 17: 4 replicas per
+// partition on 4 nodes); the error says which partition blocks and what to
+// do: add nodes first.
+func CheckDrain(v View, node uint64) error {
+	blocked, example, need := 0, uint64(0), 0
+	hosts := 0
+	for _, n := range v.Live {
+		if n.ID != node && !v.Dead[n.ID] {
+			hosts++
+		}
+	}
+	for _, p := range v.Parts {
+		if !hasReplica(p, node) {
+			continue
+		}
+		free := false
+		for _, n := range v.Live {
+			if n.ID != node && !v.Dead[n.ID] && !hasReplica(p, n.ID) {
+				free = true
+				break
+			}
+		}
+		if !free {
+			if blocked == 0 {
+				example, need = p.GetId(), len(p.GetReplicas())
+			}
+			blocked++
+		}
+	}
+	if blocked == 0 {
+		return nil
+	}
+	add := need - hosts
+	if add < 1 {
+		add = 1
+	}
+	return fmt.Errorf("%w node %d: %d of its partitions (partition %d among them) keep %d replicas on distinct nodes, and only %d other live nodes can hold replicas, all of which already do; add %s first (or lower the replication factor)",
+		ErrCannotDrain, node, blocked, example, need, hosts, plural(add, "node"))
 }

@@ -1,29 +1,50 @@
 #!/usr/bin/env bash
 # Builds the release artefacts into dist/: a tarball with static binaries,
-# the systemd unit and the default configuration, and a Debian package.
+# the health check script, the systemd unit, the default configuration,
+# README.md and LICENSE, and a Debian package with the same.
 # Usage: scripts/dist.sh VERSION COMMIT DATE
+#
+# DIST_DIR (default dist) is where the artefacts go. DIST_BINARIES, when
+# set, is a directory holding cosmosd and cosmosctl to package instead of
+# building them: scripts/dist_test.go checks the packages' layout with it
+# in a second, without two static builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:?version}; commit=${2:?commit}; date=${3:?date}
+dist=${DIST_DIR:-dist}
 pkg=github.com/cosmosd/cosmosd
 ldflags="-s -w -X $pkg/daemon.Version=$version -X $pkg/daemon.Commit=$commit -X $pkg/daemon.BuildDate=$date -X $pkg/ctl.Version=$version -X $pkg/ctl.Commit=$commit -X $pkg/ctl.BuildDate=$date"
+# health is the script the Ansible role installs and its playbooks wait
+# with between restarts; an operator without Ansible needs it as much.
+health=deploy/ansible/roles/cosmosd/files/cosmosd-health
 name=cosmosd-$version-linux-amd64
-out=dist/$name
+out=$dist/$name
 rm -rf "$out" && mkdir -p "$out/bin" "$out/systemd" "$out/etc/cosmosd"
 for cmd in cosmosd cosmosctl; do
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$ldflags" -o "$out/bin/$cmd" "./cmd/$cmd"
+	if [ -n "${DIST_BINARIES:-}" ]; then
+		cp "$DIST_BINARIES/$cmd" "$out/bin/$cmd"
+	else
+		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$ldflags" -o "$out/bin/$cmd" "./cmd/$cmd"
+	fi
 done
+install -m 0755 "$health" "$out/bin/cosmosd-health"
+cp README.md LICENSE "$out/"
 cp systemd/cosmosd.service "$out/systemd/"
 cp systemd/cosmosd.yaml "$out/etc/cosmosd/"
-tar -C dist -czf "dist/$name.tar.gz" "$name"
+tar -C "$dist" -czf "$dist/$name.tar.gz" "$name"
 
-# Debian package: binaries in /usr/bin, unit in /lib/systemd/system, the
-# configuration as a conffile, a system user created on install.
-deb=dist/deb
-rm -rf "$deb" && mkdir -p "$deb/DEBIAN" "$deb/usr/bin" "$deb/lib/systemd/system" "$deb/etc/cosmosd"
-cp "$out/bin/cosmosd" "$out/bin/cosmosctl" "$deb/usr/bin/"
+# Debian package: binaries and the health script in /usr/bin, unit in
+# /lib/systemd/system, the configuration as a conffile, README and the
+# license (as Debian's copyright file) in /usr/share/doc/cosmosd, a system
+# user created on install.
+deb=$dist/deb
+doc=$deb/usr/share/doc/cosmosd
+rm -rf "$deb" && mkdir -p "$deb/DEBIAN" "$deb/usr/bin" "$deb/lib/systemd/system" "$deb/etc/cosmosd" "$doc"
+cp "$out/bin/cosmosd" "$out/bin/cosmosctl" "$out/bin/cosmosd-health" "$deb/usr/bin/"
 cp systemd/cosmosd.service "$deb/lib/systemd/system/"
 cp systemd/cosmosd.yaml "$deb/etc/cosmosd/"
+cp README.md "$doc/"
+cp LICENSE "$doc/copyright"
 # A release tag (v1.2.3) is its own Debian version. A development build is
 # versioned by its commit time, so later commits always sort higher for dpkg
 # (a commit hash does not): 0.0.0~dev.20261121133534.gabc1234.
@@ -41,6 +62,7 @@ Section: database
 Priority: optional
 Architecture: amd64
 Depends: adduser
+Recommends: python3
 Maintainer: cosmosd maintainers <maintainers@cosmosd.invalid>
 Description: Cassandra-compatible database partitioned like Azure Cosmos DB
  cosmosd speaks the CQL native protocol and partitions, replicates and
@@ -57,7 +79,7 @@ if [ "$1" = configure ]; then
 fi
 POSTINST
 chmod 0755 "$deb/DEBIAN/postinst"
-dpkg-deb --root-owner-group --build "$deb" "dist/cosmosd_${debversion}_amd64.deb" >/dev/null
+dpkg-deb --root-owner-group --build "$deb" "$dist/cosmosd_${debversion}_amd64.deb" >/dev/null
 rm -rf "$deb"
-echo "dist/$name.tar.gz"
-echo "dist/cosmosd_${debversion}_amd64.deb"
+echo "$dist/$name.tar.gz"
+echo "$dist/cosmosd_${debversion}_amd64.deb"

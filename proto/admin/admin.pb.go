@@ -1022,6 +1022,78 @@ func (x *NodeRequest) GetNode() string {
 	return ""
 }
 
+type UndrainNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  uint64                 `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// was_draining is false when the node was not draining (nothing
+	// changed).
+	WasDraining bool `protobuf:"varint,3,opt,name=was_draining,json=wasDraining,proto3" json:"was_draining,omitempty"`
+	// stopped_operations are the drains and decommissions of the node that
+	// were running; each fails within a second, saying it was undrained.
+	StoppedOperations []uint64 `protobuf:"varint,4,rep,packed,name=stopped_operations,json=stoppedOperations,proto3" json:"stopped_operations,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *UndrainNodeResponse) Reset() {
+	*x = UndrainNodeResponse{}
+	mi := &file_admin_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UndrainNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UndrainNodeResponse) ProtoMessage() {}
+
+func (x *UndrainNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UndrainNodeResponse.ProtoReflect.Descriptor instead.
+func (*UndrainNodeResponse) Descriptor() ([]byte, []int) {
+	return file_admin_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UndrainNodeResponse) GetNode() uint64 {
+	if x != nil {
+		return x.Node
+	}
+	return 0
+}
+
+func (x *UndrainNodeResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UndrainNodeResponse) GetWasDraining() bool {
+	if x != nil {
+		return x.WasDraining
+	}
+	return false
+}
+
+func (x *UndrainNodeResponse) GetStoppedOperations() []uint64 {
+	if x != nil {
+		return x.StoppedOperations
+	}
+	return nil
+}
+
 type ListOperationsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// active lists only pending and running operations.
@@ -1033,7 +1105,7 @@ type ListOperationsRequest struct {
 
 func (x *ListOperationsRequest) Reset() {
 	*x = ListOperationsRequest{}
-	mi := &file_admin_admin_proto_msgTypes[14]
+	mi := &file_admin_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1117,7 @@ func (x *ListOperationsRequest) String() string {
 func (*ListOperationsRequest) ProtoMessage() {}
 
 func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[14]
+	mi := &file_admin_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1130,7 @@ func (x *ListOperationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsRequest.ProtoReflect.Descriptor instead.
 func (*ListOperationsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListOperationsRequest) GetActive() bool {
@@ -1084,7 +1156,7 @@ type ListOperationsResponse struct {
 
 func (x *ListOperationsResponse) Reset() {
 	*x = ListOperationsResponse{}
-	mi := &file_admin_admin_proto_msgTypes[15]
+	mi := &file_admin_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1168,7 @@ func (x *ListOperationsResponse) String() string {
 func (*ListOperationsResponse) ProtoMessage() {}
 
 func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[15]
+	mi := &file_admin_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1181,7 @@ func (x *ListOperationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOperationsResponse.ProtoReflect.Descriptor instead.
 func (*ListOperationsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListOperationsResponse) GetOperations() []*Operation {
@@ -1128,7 +1200,7 @@ type GetOperationRequest struct {
 
 func (x *GetOperationRequest) Reset() {
 	*x = GetOperationRequest{}
-	mi := &file_admin_admin_proto_msgTypes[16]
+	mi := &file_admin_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1212,7 @@ func (x *GetOperationRequest) String() string {
 func (*GetOperationRequest) ProtoMessage() {}
 
 func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[16]
+	mi := &file_admin_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1225,7 @@ func (x *GetOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOperationRequest.ProtoReflect.Descriptor instead.
 func (*GetOperationRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetOperationRequest) GetId() uint64 {
@@ -1171,7 +1243,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_admin_admin_proto_msgTypes[17]
+	mi := &file_admin_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1255,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[17]
+	mi := &file_admin_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1268,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_admin_proto_rawDescGZIP(), []int{18}
 }
 
 type Node struct {
@@ -1224,7 +1296,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_admin_admin_proto_msgTypes[18]
+	mi := &file_admin_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1308,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[18]
+	mi := &file_admin_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1321,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Node) GetId() uint64 {
@@ -1352,7 +1424,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_admin_admin_proto_msgTypes[19]
+	mi := &file_admin_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1436,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[19]
+	mi := &file_admin_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1449,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1397,7 +1469,7 @@ type ShowRingRequest struct {
 
 func (x *ShowRingRequest) Reset() {
 	*x = ShowRingRequest{}
-	mi := &file_admin_admin_proto_msgTypes[20]
+	mi := &file_admin_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1481,7 @@ func (x *ShowRingRequest) String() string {
 func (*ShowRingRequest) ProtoMessage() {}
 
 func (x *ShowRingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[20]
+	mi := &file_admin_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1494,7 @@ func (x *ShowRingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRingRequest.ProtoReflect.Descriptor instead.
 func (*ShowRingRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ShowRingRequest) GetTable() string {
@@ -1447,7 +1519,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_admin_admin_proto_msgTypes[21]
+	mi := &file_admin_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1531,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[21]
+	mi := &file_admin_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1544,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Replica) GetNodeId() uint64 {
@@ -1543,7 +1615,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_admin_admin_proto_msgTypes[22]
+	mi := &file_admin_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1627,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[22]
+	mi := &file_admin_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1640,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Partition) GetId() uint64 {
@@ -1692,7 +1764,7 @@ type ShowRingResponse struct {
 
 func (x *ShowRingResponse) Reset() {
 	*x = ShowRingResponse{}
-	mi := &file_admin_admin_proto_msgTypes[23]
+	mi := &file_admin_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1776,7 @@ func (x *ShowRingResponse) String() string {
 func (*ShowRingResponse) ProtoMessage() {}
 
 func (x *ShowRingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[23]
+	mi := &file_admin_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1789,7 @@ func (x *ShowRingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRingResponse.ProtoReflect.Descriptor instead.
 func (*ShowRingResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{23}
+	return file_admin_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ShowRingResponse) GetPartitions() []*Partition {
@@ -1738,7 +1810,7 @@ type TokenRequest struct {
 
 func (x *TokenRequest) Reset() {
 	*x = TokenRequest{}
-	mi := &file_admin_admin_proto_msgTypes[24]
+	mi := &file_admin_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1822,7 @@ func (x *TokenRequest) String() string {
 func (*TokenRequest) ProtoMessage() {}
 
 func (x *TokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[24]
+	mi := &file_admin_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1835,7 @@ func (x *TokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequest.ProtoReflect.Descriptor instead.
 func (*TokenRequest) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{24}
+	return file_admin_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TokenRequest) GetTable() string {
@@ -1790,7 +1862,7 @@ type TokenResponse struct {
 
 func (x *TokenResponse) Reset() {
 	*x = TokenResponse{}
-	mi := &file_admin_admin_proto_msgTypes[25]
+	mi := &file_admin_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +1874,7 @@ func (x *TokenResponse) String() string {
 func (*TokenResponse) ProtoMessage() {}
 
 func (x *TokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_admin_proto_msgTypes[25]
+	mi := &file_admin_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +1887,7 @@ func (x *TokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResponse.ProtoReflect.Descriptor instead.
 func (*TokenResponse) Descriptor() ([]byte, []int) {
-	return file_admin_admin_proto_rawDescGZIP(), []int{25}
+	return file_admin_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TokenResponse) GetToken() int64 {
@@ -1917,7 +1989,12 @@ const file_admin_admin_proto_rawDesc = "" +
 	"\x04plan\x18\x01 \x03(\v2\x1a.cosmosd.admin.PlannedMoveR\x04plan\x126\n" +
 	"\toperation\x18\x02 \x01(\v2\x18.cosmosd.admin.OperationR\toperation\"!\n" +
 	"\vNodeRequest\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04node\"E\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\"\x8f\x01\n" +
+	"\x13UndrainNodeResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\x04R\x04node\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
+	"\fwas_draining\x18\x03 \x01(\bR\vwasDraining\x12-\n" +
+	"\x12stopped_operations\x18\x04 \x03(\x04R\x11stoppedOperations\"E\n" +
 	"\x15ListOperationsRequest\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\"R\n" +
@@ -1992,7 +2069,7 @@ const file_admin_admin_proto_rawDesc = "" +
 	"\x03key\x18\x02 \x03(\tR\x03key\"]\n" +
 	"\rTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\x03R\x05token\x126\n" +
-	"\tpartition\x18\x02 \x01(\v2\x18.cosmosd.admin.PartitionR\tpartition2\xe6\a\n" +
+	"\tpartition\x18\x02 \x01(\v2\x18.cosmosd.admin.PartitionR\tpartition2\xb5\b\n" +
 	"\x05Admin\x12N\n" +
 	"\tListNodes\x12\x1f.cosmosd.admin.ListNodesRequest\x1a .cosmosd.admin.ListNodesResponse\x12K\n" +
 	"\bShowRing\x12\x1e.cosmosd.admin.ShowRingRequest\x1a\x1f.cosmosd.admin.ShowRingResponse\x12B\n" +
@@ -2003,7 +2080,8 @@ const file_admin_admin_proto_rawDesc = "" +
 	"\aMoveKey\x12\x1d.cosmosd.admin.MoveKeyRequest\x1a\x18.cosmosd.admin.Operation\x12N\n" +
 	"\tRebalance\x12\x1f.cosmosd.admin.RebalanceRequest\x1a .cosmosd.admin.RebalanceResponse\x12A\n" +
 	"\tDrainNode\x12\x1a.cosmosd.admin.NodeRequest\x1a\x18.cosmosd.admin.Operation\x12H\n" +
-	"\x10DecommissionNode\x12\x1a.cosmosd.admin.NodeRequest\x1a\x18.cosmosd.admin.Operation\x12]\n" +
+	"\x10DecommissionNode\x12\x1a.cosmosd.admin.NodeRequest\x1a\x18.cosmosd.admin.Operation\x12M\n" +
+	"\vUndrainNode\x12\x1a.cosmosd.admin.NodeRequest\x1a\".cosmosd.admin.UndrainNodeResponse\x12]\n" +
 	"\x0eListOperations\x12$.cosmosd.admin.ListOperationsRequest\x1a%.cosmosd.admin.ListOperationsResponse\x12L\n" +
 	"\fGetOperation\x12\".cosmosd.admin.GetOperationRequest\x1a\x18.cosmosd.admin.Operation\x12Z\n" +
 	"\rSetThroughput\x12#.cosmosd.admin.SetThroughputRequest\x1a$.cosmosd.admin.SetThroughputResponseB0Z.github.com/cosmosd/cosmosd/proto/admin;adminpbb\x06proto3"
@@ -2020,7 +2098,7 @@ func file_admin_admin_proto_rawDescGZIP() []byte {
 	return file_admin_admin_proto_rawDescData
 }
 
-var file_admin_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_admin_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_admin_admin_proto_goTypes = []any{
 	(*SetThroughputRequest)(nil),   // 0: cosmosd.admin.SetThroughputRequest
 	(*SetThroughputResponse)(nil),  // 1: cosmosd.admin.SetThroughputResponse
@@ -2036,36 +2114,37 @@ var file_admin_admin_proto_goTypes = []any{
 	(*PlannedMove)(nil),            // 11: cosmosd.admin.PlannedMove
 	(*RebalanceResponse)(nil),      // 12: cosmosd.admin.RebalanceResponse
 	(*NodeRequest)(nil),            // 13: cosmosd.admin.NodeRequest
-	(*ListOperationsRequest)(nil),  // 14: cosmosd.admin.ListOperationsRequest
-	(*ListOperationsResponse)(nil), // 15: cosmosd.admin.ListOperationsResponse
-	(*GetOperationRequest)(nil),    // 16: cosmosd.admin.GetOperationRequest
-	(*ListNodesRequest)(nil),       // 17: cosmosd.admin.ListNodesRequest
-	(*Node)(nil),                   // 18: cosmosd.admin.Node
-	(*ListNodesResponse)(nil),      // 19: cosmosd.admin.ListNodesResponse
-	(*ShowRingRequest)(nil),        // 20: cosmosd.admin.ShowRingRequest
-	(*Replica)(nil),                // 21: cosmosd.admin.Replica
-	(*Partition)(nil),              // 22: cosmosd.admin.Partition
-	(*ShowRingResponse)(nil),       // 23: cosmosd.admin.ShowRingResponse
-	(*TokenRequest)(nil),           // 24: cosmosd.admin.TokenRequest
-	(*TokenResponse)(nil),          // 25: cosmosd.admin.TokenResponse
-	nil,                            // 26: cosmosd.admin.Node.LabelsEntry
+	(*UndrainNodeResponse)(nil),    // 14: cosmosd.admin.UndrainNodeResponse
+	(*ListOperationsRequest)(nil),  // 15: cosmosd.admin.ListOperationsRequest
+	(*ListOperationsResponse)(nil), // 16: cosmosd.admin.ListOperationsResponse
+	(*GetOperationRequest)(nil),    // 17: cosmosd.admin.GetOperationRequest
+	(*ListNodesRequest)(nil),       // 18: cosmosd.admin.ListNodesRequest
+	(*Node)(nil),                   // 19: cosmosd.admin.Node
+	(*ListNodesResponse)(nil),      // 20: cosmosd.admin.ListNodesResponse
+	(*ShowRingRequest)(nil),        // 21: cosmosd.admin.ShowRingRequest
+	(*Replica)(nil),                // 22: cosmosd.admin.Replica
+	(*Partition)(nil),              // 23: cosmosd.admin.Partition
+	(*ShowRingResponse)(nil),       // 24: cosmosd.admin.ShowRingResponse
+	(*TokenRequest)(nil),           // 25: cosmosd.admin.TokenRequest
+	(*TokenResponse)(nil),          // 26: cosmosd.admin.TokenResponse
+	nil,                            // 27: cosmosd.admin.Node.LabelsEntry
 }
 var file_admin_admin_proto_depIdxs = []int32{
-	22, // 0: cosmosd.admin.PartitionDetail.partition:type_name -> cosmosd.admin.Partition
+	23, // 0: cosmosd.admin.PartitionDetail.partition:type_name -> cosmosd.admin.Partition
 	3,  // 1: cosmosd.admin.PartitionDetail.top_by_size:type_name -> cosmosd.admin.LogicalPartition
 	3,  // 2: cosmosd.admin.PartitionDetail.top_by_ru:type_name -> cosmosd.admin.LogicalPartition
 	5,  // 3: cosmosd.admin.Operation.steps:type_name -> cosmosd.admin.Step
 	11, // 4: cosmosd.admin.RebalanceResponse.plan:type_name -> cosmosd.admin.PlannedMove
 	6,  // 5: cosmosd.admin.RebalanceResponse.operation:type_name -> cosmosd.admin.Operation
 	6,  // 6: cosmosd.admin.ListOperationsResponse.operations:type_name -> cosmosd.admin.Operation
-	26, // 7: cosmosd.admin.Node.labels:type_name -> cosmosd.admin.Node.LabelsEntry
-	18, // 8: cosmosd.admin.ListNodesResponse.nodes:type_name -> cosmosd.admin.Node
-	21, // 9: cosmosd.admin.Partition.replicas:type_name -> cosmosd.admin.Replica
-	22, // 10: cosmosd.admin.ShowRingResponse.partitions:type_name -> cosmosd.admin.Partition
-	22, // 11: cosmosd.admin.TokenResponse.partition:type_name -> cosmosd.admin.Partition
-	17, // 12: cosmosd.admin.Admin.ListNodes:input_type -> cosmosd.admin.ListNodesRequest
-	20, // 13: cosmosd.admin.Admin.ShowRing:input_type -> cosmosd.admin.ShowRingRequest
-	24, // 14: cosmosd.admin.Admin.Token:input_type -> cosmosd.admin.TokenRequest
+	27, // 7: cosmosd.admin.Node.labels:type_name -> cosmosd.admin.Node.LabelsEntry
+	19, // 8: cosmosd.admin.ListNodesResponse.nodes:type_name -> cosmosd.admin.Node
+	22, // 9: cosmosd.admin.Partition.replicas:type_name -> cosmosd.admin.Replica
+	23, // 10: cosmosd.admin.ShowRingResponse.partitions:type_name -> cosmosd.admin.Partition
+	23, // 11: cosmosd.admin.TokenResponse.partition:type_name -> cosmosd.admin.Partition
+	18, // 12: cosmosd.admin.Admin.ListNodes:input_type -> cosmosd.admin.ListNodesRequest
+	21, // 13: cosmosd.admin.Admin.ShowRing:input_type -> cosmosd.admin.ShowRingRequest
+	25, // 14: cosmosd.admin.Admin.Token:input_type -> cosmosd.admin.TokenRequest
 	2,  // 15: cosmosd.admin.Admin.ShowPartition:input_type -> cosmosd.admin.ShowPartitionRequest
 	7,  // 16: cosmosd.admin.Admin.Split:input_type -> cosmosd.admin.SplitRequest
 	8,  // 17: cosmosd.admin.Admin.Move:input_type -> cosmosd.admin.MoveRequest
@@ -2073,24 +2152,26 @@ var file_admin_admin_proto_depIdxs = []int32{
 	10, // 19: cosmosd.admin.Admin.Rebalance:input_type -> cosmosd.admin.RebalanceRequest
 	13, // 20: cosmosd.admin.Admin.DrainNode:input_type -> cosmosd.admin.NodeRequest
 	13, // 21: cosmosd.admin.Admin.DecommissionNode:input_type -> cosmosd.admin.NodeRequest
-	14, // 22: cosmosd.admin.Admin.ListOperations:input_type -> cosmosd.admin.ListOperationsRequest
-	16, // 23: cosmosd.admin.Admin.GetOperation:input_type -> cosmosd.admin.GetOperationRequest
-	0,  // 24: cosmosd.admin.Admin.SetThroughput:input_type -> cosmosd.admin.SetThroughputRequest
-	19, // 25: cosmosd.admin.Admin.ListNodes:output_type -> cosmosd.admin.ListNodesResponse
-	23, // 26: cosmosd.admin.Admin.ShowRing:output_type -> cosmosd.admin.ShowRingResponse
-	25, // 27: cosmosd.admin.Admin.Token:output_type -> cosmosd.admin.TokenResponse
-	4,  // 28: cosmosd.admin.Admin.ShowPartition:output_type -> cosmosd.admin.PartitionDetail
-	6,  // 29: cosmosd.admin.Admin.Split:output_type -> cosmosd.admin.Operation
-	6,  // 30: cosmosd.admin.Admin.Move:output_type -> cosmosd.admin.Operation
-	6,  // 31: cosmosd.admin.Admin.MoveKey:output_type -> cosmosd.admin.Operation
-	12, // 32: cosmosd.admin.Admin.Rebalance:output_type -> cosmosd.admin.RebalanceResponse
-	6,  // 33: cosmosd.admin.Admin.DrainNode:output_type -> cosmosd.admin.Operation
-	6,  // 34: cosmosd.admin.Admin.DecommissionNode:output_type -> cosmosd.admin.Operation
-	15, // 35: cosmosd.admin.Admin.ListOperations:output_type -> cosmosd.admin.ListOperationsResponse
-	6,  // 36: cosmosd.admin.Admin.GetOperation:output_type -> cosmosd.admin.Operation
-	1,  // 37: cosmosd.admin.Admin.SetThroughput:output_type -> cosmosd.admin.SetThroughputResponse
-	25, // [25:38] is the sub-list for method output_type
-	12, // [12:25] is the sub-list for method input_type
+	13, // 22: cosmosd.admin.Admin.UndrainNode:input_type -> cosmosd.admin.NodeRequest
+	15, // 23: cosmosd.admin.Admin.ListOperations:input_type -> cosmosd.admin.ListOperationsRequest
+	17, // 24: cosmosd.admin.Admin.GetOperation:input_type -> cosmosd.admin.GetOperationRequest
+	0,  // 25: cosmosd.admin.Admin.SetThroughput:input_type -> cosmosd.admin.SetThroughputRequest
+	20, // 26: cosmosd.admin.Admin.ListNodes:output_type -> cosmosd.admin.ListNodesResponse
+	24, // 27: cosmosd.admin.Admin.ShowRing:output_type -> cosmosd.admin.ShowRingResponse
+	26, // 28: cosmosd.admin.Admin.Token:output_type -> cosmosd.admin.TokenResponse
+	4,  // 29: cosmosd.admin.Admin.ShowPartition:output_type -> cosmosd.admin.PartitionDetail
+	6,  // 30: cosmosd.admin.Admin.Split:output_type -> cosmosd.admin.Operation
+	6,  // 31: cosmosd.admin.Admin.Move:output_type -> cosmosd.admin.Operation
+	6,  // 32: cosmosd.admin.Admin.MoveKey:output_type -> cosmosd.admin.Operation
+	12, // 33: cosmosd.admin.Admin.Rebalance:output_type -> cosmosd.admin.RebalanceResponse
+	6,  // 34: cosmosd.admin.Admin.DrainNode:output_type -> cosmosd.admin.Operation
+	6,  // 35: cosmosd.admin.Admin.DecommissionNode:output_type -> cosmosd.admin.Operation
+	14, // 36: cosmosd.admin.Admin.UndrainNode:output_type -> cosmosd.admin.UndrainNodeResponse
+	16, // 37: cosmosd.admin.Admin.ListOperations:output_type -> cosmosd.admin.ListOperationsResponse
+	6,  // 38: cosmosd.admin.Admin.GetOperation:output_type -> cosmosd.admin.Operation
+	1,  // 39: cosmosd.admin.Admin.SetThroughput:output_type -> cosmosd.admin.SetThroughputResponse
+	26, // [26:40] is the sub-list for method output_type
+	12, // [12:26] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -2107,7 +2188,7 @@ func file_admin_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_admin_proto_rawDesc), len(file_admin_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

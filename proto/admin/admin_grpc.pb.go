@@ -34,6 +34,7 @@ const (
 	Admin_Rebalance_FullMethodName        = "/cosmosd.admin.Admin/Rebalance"
 	Admin_DrainNode_FullMethodName        = "/cosmosd.admin.Admin/DrainNode"
 	Admin_DecommissionNode_FullMethodName = "/cosmosd.admin.Admin/DecommissionNode"
+	Admin_UndrainNode_FullMethodName      = "/cosmosd.admin.Admin/UndrainNode"
 	Admin_ListOperations_FullMethodName   = "/cosmosd.admin.Admin/ListOperations"
 	Admin_GetOperation_FullMethodName     = "/cosmosd.admin.Admin/GetOperation"
 	Admin_SetThroughput_FullMethodName    = "/cosmosd.admin.Admin/SetThroughput"
@@ -73,6 +74,10 @@ type AdminClient interface {
 	DrainNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*Operation, error)
 	// DecommissionNode drains a node and records it as decommissioned.
 	DecommissionNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*Operation, error)
+	// UndrainNode takes a node out of draining: it gets replicas again, and
+	// the drain or decommission running on it stops (moves already under
+	// way finish). A decommissioned node cannot be undrained.
+	UndrainNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*UndrainNodeResponse, error)
 	// ListOperations lists operations, newest first.
 	ListOperations(ctx context.Context, in *ListOperationsRequest, opts ...grpc.CallOption) (*ListOperationsResponse, error)
 	// GetOperation returns one operation with its steps and progress.
@@ -192,6 +197,16 @@ func (c *adminClient) DecommissionNode(ctx context.Context, in *NodeRequest, opt
 	return out, nil
 }
 
+func (c *adminClient) UndrainNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*UndrainNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UndrainNodeResponse)
+	err := c.cc.Invoke(ctx, Admin_UndrainNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminClient) ListOperations(ctx context.Context, in *ListOperationsRequest, opts ...grpc.CallOption) (*ListOperationsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListOperationsResponse)
@@ -256,6 +271,10 @@ type AdminServer interface {
 	DrainNode(context.Context, *NodeRequest) (*Operation, error)
 	// DecommissionNode drains a node and records it as decommissioned.
 	DecommissionNode(context.Context, *NodeRequest) (*Operation, error)
+	// UndrainNode takes a node out of draining: it gets replicas again, and
+	// the drain or decommission running on it stops (moves already under
+	// way finish). A decommissioned node cannot be undrained.
+	UndrainNode(context.Context, *NodeRequest) (*UndrainNodeResponse, error)
 	// ListOperations lists operations, newest first.
 	ListOperations(context.Context, *ListOperationsRequest) (*ListOperationsResponse, error)
 	// GetOperation returns one operation with its steps and progress.
@@ -304,6 +323,9 @@ func (UnimplementedAdminServer) DrainNode(context.Context, *NodeRequest) (*Opera
 }
 func (UnimplementedAdminServer) DecommissionNode(context.Context, *NodeRequest) (*Operation, error) {
 	return nil, status.Error(codes.Unimplemented, "method DecommissionNode not implemented")
+}
+func (UnimplementedAdminServer) UndrainNode(context.Context, *NodeRequest) (*UndrainNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UndrainNode not implemented")
 }
 func (UnimplementedAdminServer) ListOperations(context.Context, *ListOperationsRequest) (*ListOperationsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListOperations not implemented")
@@ -515,6 +537,24 @@ func _Admin_DecommissionNode_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_UndrainNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).UndrainNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_UndrainNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).UndrainNode(ctx, req.(*NodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Admin_ListOperations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListOperationsRequest)
 	if err := dec(in); err != nil {
@@ -615,6 +655,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DecommissionNode",
 			Handler:    _Admin_DecommissionNode_Handler,
+		},
+		{
+			MethodName: "UndrainNode",
+			Handler:    _Admin_UndrainNode_Handler,
 		},
 		{
 			MethodName: "ListOperations",
