@@ -442,7 +442,18 @@ func (c *conn) readLoop() {
 			var ne net.Error
 			switch {
 			case errors.As(err, &uv):
-				c.sendError(uv.Stream, &frame.Error{Code: frame.CodeProtocolError, Message: uv.Error()})
+				// Cassandra answers a frame it cannot decode on stream 0,
+				// in the highest version it supports, and drivers rely on
+				// both: gocql takes an error on stream 0 as a protocol
+				// error, reads the version to retry with from its header
+				// and downgrades, while an error on the request's stream
+				// whose version is not the one it sent fails its protocol
+				// discovery (gocql v2 starts with v5, issue 15). The
+				// Python driver sends its first request on stream 0 and
+				// downgrades on the message.
+				// Uncompressed: a client speaking another version cannot
+				// be assumed to share this connection's compression.
+				c.send(0, nil, &frame.Error{Code: frame.CodeProtocolError, Message: uv.Error()}, false)
 				return
 			case errors.As(err, &tl):
 				c.sendError(tl.Stream, &frame.Error{Code: frame.CodeProtocolError,
@@ -743,10 +754,37 @@ func specs(cs []exec.ColumnSpec) []frame.ColumnSpec {
 	return out
 }
 
+// tableSpec reports whether every column of cs comes from one table, and
+// which. Such metadata is sent with the Global_tables_spec flag (protocol
+// v4 §4.2.5.2, §4.2.5.4), as Cassandra does whenever the columns are all of
+// one table (ResultSet.ResultMetadata, PreparedMetadata): gocql learns a
+// prepared statement's keyspace and table only from that flag (issue 15),
+// and uses them for Query.Keyspace(), Query.Table() and token-aware
+// routing. No columns, no flag, as in Cassandra.
+func tableSpec(cs []exec.ColumnSpec) (global bool, keyspace, table string) {
+	if len(cs) == 0 {
+		return false, "", ""
+	}
+	keyspace, table = cs[0].Keyspace, cs[0].Table
+	for _, c := range cs[1:] {
+		if c.Keyspace != keyspace || c.Table != table {
+			return false, "", ""
+		}
+	}
+	return true, keyspace, table
+}
+
+// rowsMetadata is the metadata of rows with columns cs.
+func rowsMetadata(cs []exec.ColumnSpec, pagingState []byte) frame.RowsMetadata {
+	md := frame.RowsMetadata{Columns: specs(cs), PagingState: pagingState}
+	md.GlobalTableSpec, md.Keyspace, md.Table = tableSpec(cs)
+	return md
+}
+
 func toFrameResult(r *exec.Result, skipMetadata bool) frame.Response {
 	switch r.Kind {
 	case exec.ResultRows:
-		md := frame.RowsMetadata{Columns: specs(r.Rows.Columns), PagingState: r.Rows.PagingState}
+		md := rowsMetadata(r.Rows.Columns, r.Rows.PagingState)
 		if skipMetadata {
 			md = frame.RowsMetadata{NoMetadata: true, ColumnCount: len(r.Rows.Columns), PagingState: r.Rows.PagingState}
 		}
@@ -758,8 +796,10 @@ func toFrameResult(r *exec.Result, skipMetadata bool) frame.Response {
 	case exec.ResultPrepared:
 		p := r.Prepared
 		res := &frame.PreparedResult{ID: p.ID, Metadata: frame.PreparedMetadata{Columns: specs(p.Variables), PKIndices: p.PKIndices}}
+		md := &res.Metadata
+		md.GlobalTableSpec, md.Keyspace, md.Table = tableSpec(p.Variables)
 		if p.ResultColumns != nil {
-			res.ResultMetadata = frame.RowsMetadata{Columns: specs(p.ResultColumns)}
+			res.ResultMetadata = rowsMetadata(p.ResultColumns, nil)
 		} else {
 			res.ResultMetadata = frame.RowsMetadata{NoMetadata: true}
 		}

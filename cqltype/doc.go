@@ -27,7 +27,8 @@
 //     literals.
 //   - EncodeCollection/DecodeCollection, EncodeMap/DecodeMap,
 //     EncodeTuple/DecodeTuple and NormalizeSet/NormalizeMap build and merge
-//     collection values.
+//     collection values; Normalize puts a whole value's sets and maps, at
+//     any depth, in that form (for values bound by clients).
 //   - Marshal/Unmarshal convert between values and natural Go types, for
 //     system tables and tests.
 //
@@ -42,9 +43,10 @@
 //     scale, varint padding, boolean bytes, NaN payloads, missing trailing
 //     tuple elements).
 //   - Serialized sets and maps that this package produces (Marshal,
-//     NormalizeSet, NormalizeMap) are sorted by Compare of the element or
-//     key type and free of duplicates; Validate does not require it of
-//     input, as Cassandra does not.
+//     NormalizeSet, NormalizeMap, Normalize) are sorted by Compare of the
+//     element or key type and free of duplicates; Validate does not require
+//     it of input, as Cassandra does not: callers Normalize what they take
+//     in.
 //   - No function panics on malformed bytes or type strings; decoders return
 //     errors matching ErrInvalidValue, Parse errors match ErrInvalidType.
 //

@@ -63,6 +63,18 @@ func FuzzValidate(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// A valid value normalizes (sets and maps sorted, deduplicated)
+		// to a valid value that normalizes to itself.
+		norm, nerr := Normalize(typ, data)
+		if nerr != nil {
+			t.Fatalf("Normalize(%s, %x) of a valid value: %v", typ, data, nerr)
+		}
+		if err := Validate(typ, norm); err != nil {
+			t.Fatalf("Normalize(%s, %x) = %x: %v", typ, data, norm, err)
+		}
+		if again, err := Normalize(typ, norm); err != nil || !bytes.Equal(again, norm) {
+			t.Fatalf("Normalize(%s) is not idempotent: %x then %x (%v)", typ, norm, again, err)
+		}
 		if kerr != nil {
 			t.Fatalf("AppendKey(%s, %x) of a valid value: %v", typ, data, kerr)
 		}

@@ -22,8 +22,39 @@ var validName = regexp.MustCompile(`^\w{1,48}$`)
 // request units per second.
 const ThroughputOption = "cosmosdb_provisioned_throughput"
 
+// Cosmos DB's other table options. Both are kept in the table's options
+// (schema.Options.Other) and shown in system_schema.tables.extensions, as
+// ThroughputOption is.
+//
+// AutoscaleOption is the most RU/s autoscale may provision. cosmosd does
+// not scale throughput by itself: a table given only this option is
+// provisioned with that ceiling, as if it were ThroughputOption (the most
+// it may use), and an explicit ThroughputOption wins.
+//
+// CellLevelTimestampOption turns on cell-level timestamps in Cosmos DB;
+// cosmosd always keeps a timestamp per cell, as Cassandra does, so the
+// value is accepted, validated as a boolean and stored, and changes
+// nothing.
+const (
+	AutoscaleOption          = "cosmosdb_autoscale_max_throughput"
+	CellLevelTimestampOption = "cosmosdb_cell_level_timestamp"
+)
+
 func schemaChange(change, target, ks, name string) *Result {
 	return &Result{Kind: ResultSchemaChange, Change: &SchemaChange{Change: change, Target: target, Keyspace: ks, Name: name}}
+}
+
+// optBool reads a boolean property: true or false, bare or quoted.
+func optBool(v parser.OptionValue, name string) (bool, error) {
+	if v.Kind == parser.OptBoolean || v.Kind == parser.OptString {
+		switch strings.ToLower(v.Text) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+	}
+	return false, newErr(CodeConfig, "Invalid value for property '%s': %q is not a boolean", name, v.Text)
 }
 
 func optInt(v parser.OptionValue, name string) (int64, error) {
@@ -172,12 +203,24 @@ func (e *Executor) tableKeyspace(sess *Session, name parser.TableName) (string, 
 	return ks, nil
 }
 
-// checkColumnType enforces the rules on a column's type.
-func checkColumnType(name string, t cqltype.Type, kind schema.Kind) error {
+// checkColumnType enforces the rules on a column's type and returns the
+// type as the catalog will give it back.
+//
+// The catalog stores a type in its CQL spelling and every node parses it
+// back with cqltype.Parse (schema.Column). A type the parser accepted but
+// cqltype.Parse cannot read would be stored and then be unreadable: the
+// table would answer "unconfigured table" and could not be dropped
+// normally (issue 15, a column typed 'org.apache...LexicalUUIDType').
+// So what cosmosd does not support is refused here, up front, and every
+// accepted type is the one read back from its own spelling.
+func checkColumnType(name string, t cqltype.Type, kind schema.Kind) (cqltype.Type, error) {
 	var walk func(t cqltype.Type) error
 	walk = func(t cqltype.Type) error {
-		if t.Kind == cqltype.UDT {
+		switch t.Kind {
+		case cqltype.UDT:
 			return Invalid("Unknown type %s", t.Name)
+		case cqltype.Custom:
+			return Invalid("Custom types are not supported by cosmosd (column %s has type '%s')", name, t.Custom)
 		}
 		for _, el := range t.Elems {
 			if err := walk(el); err != nil {
@@ -187,27 +230,53 @@ func checkColumnType(name string, t cqltype.Type, kind schema.Kind) error {
 		return nil
 	}
 	if err := walk(t); err != nil {
-		return err
+		return cqltype.Type{}, err
 	}
+	stored, err := cqltype.Parse(t.String())
+	if err != nil {
+		// cqltype's messages are Cassandra's, e.g. "Non-frozen collections
+		// are not allowed inside collections".
+		return cqltype.Type{}, Invalid("%v", err)
+	}
+	t = stored
 	if kind == schema.PartitionKey || kind == schema.Clustering {
 		if t.IsMultiCell() {
-			return Invalid("Invalid non-frozen collection type for PRIMARY KEY component %s", name)
+			return cqltype.Type{}, Invalid("Invalid non-frozen collection type for PRIMARY KEY component %s", name)
 		}
 		if t.Kind == cqltype.Counter {
-			return Invalid("counter type is not supported for PRIMARY KEY column '%s'", name)
+			return cqltype.Type{}, Invalid("counter type is not supported for PRIMARY KEY column '%s'", name)
 		}
 		if t.Kind == cqltype.Duration {
-			return Invalid("duration type is not supported for PRIMARY KEY column '%s'", name)
+			return cqltype.Type{}, Invalid("duration type is not supported for PRIMARY KEY column '%s'", name)
 		}
 	}
 	if kind == schema.Static && t.Kind == cqltype.Counter {
-		return Invalid("Static counter columns are not supported")
+		return cqltype.Type{}, Invalid("Static counter columns are not supported")
 	}
-	return nil
+	return t, nil
+}
+
+// setOther records an option kept as given in t.Options.Other.
+func setOther(t *schema.Table, name, value string) {
+	if t.Options.Other == nil {
+		t.Options.Other = map[string]string{}
+	}
+	t.Options.Other[name] = value
 }
 
 // tableOptions applies WITH options to t.
 func tableOptions(t *schema.Table, opts parser.Options) error {
+	// An autoscale ceiling provisions the table (AutoscaleOption) unless
+	// the statement gives the throughput itself, or the table's throughput
+	// was set apart from the ceiling (by ThroughputOption or cosmosctl).
+	throughputGiven := false
+	autoscale := int64(-1)
+	oldAutoscale, hadAutoscale := int64(0), false
+	if v, ok := t.Options.Other[AutoscaleOption]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			oldAutoscale, hadAutoscale = n, true
+		}
+	}
 	for _, o := range opts {
 		name := strings.ToLower(o.Name)
 		switch name {
@@ -217,6 +286,20 @@ func tableOptions(t *schema.Table, opts parser.Options) error {
 				return err
 			}
 			t.Options.Throughput = n
+			throughputGiven = true
+		case AutoscaleOption:
+			n, err := optInt(o.Value, name)
+			if err != nil {
+				return err
+			}
+			autoscale = n
+			setOther(t, name, strconv.FormatInt(n, 10))
+		case CellLevelTimestampOption:
+			b, err := optBool(o.Value, name)
+			if err != nil {
+				return err
+			}
+			setOther(t, name, strconv.FormatBool(b))
 		case "default_time_to_live":
 			n, err := optInt(o.Value, name)
 			if err != nil {
@@ -238,13 +321,14 @@ func tableOptions(t *schema.Table, opts parser.Options) error {
 			"dclocal_read_repair_chance", "read_repair_chance", "max_index_interval", "min_index_interval",
 			"memtable_flush_period_in_ms", "speculative_retry", "cdc", "extensions", "additional_write_policy",
 			"read_repair", "memtable":
-			if t.Options.Other == nil {
-				t.Options.Other = map[string]string{}
-			}
-			t.Options.Other[name] = optionText(o.Value)
+			setOther(t, name, optionText(o.Value))
 		default:
 			return Syntax("Unknown property '%s'", o.Name)
 		}
+	}
+	if autoscale >= 0 && !throughputGiven &&
+		(t.Options.Throughput == 0 || hadAutoscale && t.Options.Throughput == oldAutoscale) {
+		t.Options.Throughput = autoscale
 	}
 	return nil
 }
@@ -335,11 +419,12 @@ func (e *Executor) createTable(ctx context.Context, sess *Session, s *parser.Cre
 		if kind == schema.Static && len(s.Clustering) == 0 {
 			return nil, Invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
 		}
-		if err := checkColumnType(c.Name, c.Type, kind); err != nil {
+		typ, err := checkColumnType(c.Name, c.Type, kind)
+		if err != nil {
 			return nil, err
 		}
 		if !isKey {
-			if c.Type.Kind == cqltype.Counter {
+			if typ.Kind == cqltype.Counter {
 				counters++
 			} else {
 				others++
@@ -349,7 +434,7 @@ func (e *Executor) createTable(ctx context.Context, sess *Session, s *parser.Cre
 		if isKey {
 			p = pos[c.Name]
 		}
-		t.Columns = append(t.Columns, schema.Column{Name: c.Name, Type: c.Type, Kind: kind, Position: p, Desc: desc[c.Name]})
+		t.Columns = append(t.Columns, schema.Column{Name: c.Name, Type: typ, Kind: kind, Position: p, Desc: desc[c.Name]})
 	}
 	if counters > 0 && others > 0 {
 		return nil, Invalid("Cannot mix counter and non counter columns in the same table")
@@ -472,13 +557,14 @@ func alterTableDef(t *schema.Table, s *parser.AlterTableStmt, noop *bool) error 
 					return Invalid("Static columns are not allowed in COMPACT STORAGE tables or tables without clustering columns")
 				}
 			}
-			if err := checkColumnType(c.Name, c.Type, kind); err != nil {
+			typ, err := checkColumnType(c.Name, c.Type, kind)
+			if err != nil {
 				return err
 			}
-			if (c.Type.Kind == cqltype.Counter) != t.IsCounter() {
+			if (typ.Kind == cqltype.Counter) != t.IsCounter() {
 				return Invalid("Cannot add a counter column (%s) in a non counter column family", c.Name)
 			}
-			t.Columns = append(t.Columns, schema.Column{ID: t.NextColumnID, Name: c.Name, Type: c.Type, Kind: kind, Position: -1})
+			t.Columns = append(t.Columns, schema.Column{ID: t.NextColumnID, Name: c.Name, Type: typ, Kind: kind, Position: -1})
 			t.NextColumnID++
 			added++
 		}

@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/cqltype"
@@ -94,7 +96,12 @@ func (e *Executor) applyConditional(ctx context.Context, plans []*modPlan, conds
 		}
 		return nil, ce
 	}
-	res, err := e.casResult(t, condPlan, conds[0], resp)
+	var res *Result
+	if batch {
+		res, err = batchCASResult(t, plans, conds, resp)
+	} else {
+		res, err = e.casResult(t, condPlan, conds[0], resp)
+	}
 	if res != nil {
 		res.Charge = resp.GetRequestUnits()
 	}
@@ -175,6 +182,132 @@ func (e *Executor) casResult(t *schema.Table, p *modPlan, cond *kvpb.Condition, 
 	}
 	rows.Rows = [][][]byte{out}
 	return &Result{Kind: ResultRows, Rows: rows, FullMetadata: true}, nil
+}
+
+// batchCASResult builds the result of a conditional batch as Cassandra
+// 3.11 does (ModificationStatement.buildCasResultSet with isBatch): when it
+// applied, one row [applied] = true; when it did not, one row per existing
+// row that a condition addressed, in clustering order, each with
+// [applied] = false, the primary key, and the current values of the
+// columns in conditions (in the order of the IFs, each once), or of every
+// column (as SELECT *) when a statement has IF [NOT] EXISTS. When no
+// addressed row exists, the one row [applied] = false, alone, unless the
+// partition's static row has data and static columns are reported: then
+// one row with the partition key, null clustering columns and the static
+// values. conds are the conditions of the conditional plans among plans,
+// in order, and resp.Current holds the state each condition saw.
+func batchCASResult(t *schema.Table, plans []*modPlan, conds []*kvpb.Condition, resp *kvpb.WriteResponse) (*Result, error) {
+	applied := ColumnSpec{Keyspace: t.Keyspace, Table: t.Name, Name: "[applied]", Type: cqltype.Scalar(cqltype.Boolean)}
+	if resp.GetApplied() {
+		return &Result{Kind: ResultRows, Rows: &Rows{Columns: []ColumnSpec{applied}, Rows: [][][]byte{{{1}}}}, FullMetadata: true}, nil
+	}
+	wildcard := false
+	for _, c := range conds {
+		if c.GetKind() != kvpb.Condition_COLUMNS {
+			wildcard = true
+		}
+	}
+	var cols []*schema.Column
+	if wildcard {
+		cols = selectOrder(t)
+	} else {
+		cols = append(t.PartitionKey(), t.ClusteringColumns()...)
+		for _, p := range plans {
+			for _, c := range p.condCols {
+				if !containsCol(cols, c) {
+					cols = append(cols, c)
+				}
+			}
+		}
+	}
+
+	// The rows the conditions addressed, each once, in clustering order
+	// (clustering keys are byte-comparable), and the static row.
+	type current struct {
+		ck  []byte
+		row storage.Row
+	}
+	var rows []current
+	seen := map[string]bool{}
+	static := storage.NewRow()
+	for i, c := range conds {
+		if i >= len(resp.GetCurrent()) {
+			break
+		}
+		cur := resp.GetCurrent()[i]
+		if len(cur.GetStaticRow()) > 0 {
+			r, err := storage.DecodeRow(cur.GetStaticRow())
+			if err != nil {
+				return nil, ServerError("decode current static row: %v", err)
+			}
+			static = r
+		}
+		// A condition on static columns alone addresses no row.
+		if !cur.GetExists() || seen[string(c.GetCk())] || len(c.GetCk()) == 0 && len(t.ClusteringColumns()) > 0 {
+			continue
+		}
+		seen[string(c.GetCk())] = true
+		r, err := storage.DecodeRow(cur.GetRow())
+		if err != nil {
+			return nil, ServerError("decode current row: %v", err)
+		}
+		rows = append(rows, current{ck: c.GetCk(), row: r})
+	}
+	slices.SortFunc(rows, func(a, b current) int { return bytes.Compare(a.ck, b.ck) })
+	if len(rows) == 0 {
+		hasStatic := false
+		for _, c := range cols {
+			hasStatic = hasStatic || c.Kind == schema.Static && static.Cell(c.ID) != nil
+		}
+		if !hasStatic {
+			return &Result{Kind: ResultRows, Rows: &Rows{Columns: []ColumnSpec{applied}, Rows: [][][]byte{{{0}}}}, FullMetadata: true}, nil
+		}
+		// The static row alone, as Cassandra's SELECT shows a partition
+		// that has static data and no rows.
+		rows = append(rows, current{row: storage.NewRow()})
+	}
+
+	pkVals, err := decodePartitionKey(t, conds[0].GetPk())
+	if err != nil {
+		return nil, ServerError("decode partition key: %v", err)
+	}
+	out := &Rows{Columns: []ColumnSpec{applied}}
+	for _, c := range cols {
+		out.Columns = append(out.Columns, spec(t, c))
+	}
+	for _, r := range rows {
+		var ckVals [][]byte
+		if len(r.ck) > 0 {
+			if ckVals, err = decodeClustering(t, r.ck); err != nil {
+				return nil, ServerError("decode clustering key: %v", err)
+			}
+		}
+		vals := [][]byte{{0}}
+		for _, c := range cols {
+			var v []byte
+			switch c.Kind {
+			case schema.PartitionKey:
+				if c.Position < len(pkVals) {
+					v = pkVals[c.Position]
+				}
+			case schema.Clustering:
+				if c.Position < len(ckVals) {
+					v = ckVals[c.Position]
+				}
+			case schema.Static:
+				if cell := static.Cell(c.ID); cell != nil {
+					v = cell.Value
+				}
+			default:
+				if cell := r.row.Cell(c.ID); cell != nil {
+					v = cell.Value
+				}
+			}
+			vals = append(vals, v)
+		}
+		out.Rows = append(out.Rows, vals)
+	}
+	return &Result{Kind: ResultRows, Rows: out, FullMetadata: true}, nil
 }
 
 // conditions analyses IF EXISTS / IF conditions of UPDATE and DELETE.

@@ -106,7 +106,15 @@ func (b *binder) marker(m *parser.BindMarker, recv ColumnSpec) (bval, error) {
 	if err := cqltype.Validate(recv.Type, v.Bytes); err != nil {
 		return bval{}, Invalid("Invalid value for %s of type %s: %v", recv.Name, recv.Type, err)
 	}
-	return bval{b: v.Bytes}, nil
+	// A driver sends a set or map in its own order, duplicates included
+	// (a Go slice, a Python list); it is stored, compared and returned in
+	// the type's order, as Cassandra does (issue 15). Literals are built
+	// normalized (collection, mapLit).
+	nb, err := cqltype.Normalize(recv.Type, v.Bytes)
+	if err != nil {
+		return bval{}, Invalid("Invalid value for %s of type %s: %v", recv.Name, recv.Type, err)
+	}
+	return bval{b: nb}, nil
 }
 
 var litKinds = map[parser.LitKind]cqltype.LitKind{

@@ -316,6 +316,11 @@ func (e *Executor) tableRows(p *selectPlan) ([]*qrow, error) {
 			if t.Options.Throughput > 0 {
 				ext[ThroughputOption] = []byte(strconv.FormatInt(t.Options.Throughput, 10))
 			}
+			for _, name := range []string{AutoscaleOption, CellLevelTimestampOption} {
+				if v, ok := t.Options.Other[name]; ok {
+					ext[name] = []byte(v)
+				}
+			}
 			r, err := vrow(p.t, map[string]any{
 				"keyspace_name": ks.Name, "table_name": t.Name, "flags": []string{"compound"},
 				"bloom_filter_fp_chance": 0.01, "caching": map[string]string{"keys": "ALL", "rows_per_partition": "NONE"},

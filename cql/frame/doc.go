@@ -61,7 +61,10 @@
 //     *UnsupportedVersionError whose Error() is the exact message Cassandra
 //     sends ("Invalid or unsupported protocol version (66); supported versions
 //     are (4/v4)"); the Python driver downgrades only when it sees
-//     "unsupported protocol version" in a Protocol error.
+//     "unsupported protocol version" in a Protocol error. The server answers
+//     it on stream 0 with a v4 header, as Cassandra does: gocql takes only
+//     an error on stream 0 as a version mismatch, and retries with the
+//     version in its header.
 //   - Duration columns are sent as the Custom type
 //     "org.apache.cassandra.db.marshal.DurationType", as Cassandra does in v4
 //     (id 0x0015 is a v5 addition); both drivers map the class back to

@@ -57,7 +57,9 @@ func ParseHeader(b []byte) (Header, error) {
 // UnsupportedVersionError reports a frame whose version byte is not the one
 // this codec speaks. Error() is the message Cassandra sends in the Protocol
 // error (0x000A) it answers with; the Python driver looks for "unsupported
-// protocol version" in it before downgrading. Reply on Stream, then close.
+// protocol version" in it before downgrading. Reply on stream 0 (not
+// Stream: drivers take only an error on stream 0 as a version mismatch) with
+// a v4 header, then close.
 type UnsupportedVersionError struct {
 	// Version is the version byte as received, direction bit included.
 	Version byte
