@@ -609,10 +609,17 @@ func TestLeaseReads(t *testing.T) {
 	// commit that followed) left; settle and read at once.
 	c.MustPropose(1, consensustest.Put("k", "w"))
 	before := quiet()
+	cycles := rawEngine(c, leader).Stats().Cycles
 	if d := reads(50); d > 200*time.Millisecond {
 		t.Logf("50 reads took %v; the lease may have run out meanwhile", d)
-	} else if sent := net.Stats().Sent - before; sent != 0 {
-		t.Fatalf("50 reads under a valid lease sent %d messages", sent)
+	} else {
+		if sent := net.Stats().Sent - before; sent != 0 {
+			t.Fatalf("50 reads under a valid lease sent %d messages", sent)
+		}
+		// The fast path: no scheduling cycle per read.
+		if n := rawEngine(c, leader).Stats().Cycles - cycles; n != 0 {
+			t.Fatalf("50 reads under a valid lease ran %d scheduling cycles on the leader, want 0 (lease.go, \"The fast path\")", n)
+		}
 	}
 
 	time.Sleep(8*tick + 100*time.Millisecond) // the lease runs out
@@ -625,5 +632,36 @@ func TestLeaseReads(t *testing.T) {
 	reads(20)
 	if sent := net.Stats().Sent - before; sent != 0 {
 		t.Fatalf("20 reads after the heartbeat round renewed the lease sent %d messages", sent)
+	}
+
+	// A leadership transfer's election ignores leases: the old leader
+	// withdraws its fast path before the MsgTimeoutNow leaves, and serves
+	// no lease read for the rest of the term.
+	rg := g.(*group)
+	if !rg.leaseRead() {
+		t.Fatal("no fast-path lease on the leader after the renewal")
+	}
+	target := consensus.ReplicaID(leader%4 + 1)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- g.TransferLeadership(ctx, target) }()
+	eventually(t, waitTimeout, func() error {
+		for n := 1; n <= 4; n++ {
+			rawEngine(c, n).Tick()
+		}
+		select {
+		case err := <-done:
+			done <- err
+			return nil
+		default:
+			return errors.New("transfer under way")
+		}
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	if rg.leaseRead() || rg.fastLease.Load() != nil {
+		t.Fatal("the old leader still offers fast-path lease reads after transferring leadership")
 	}
 }

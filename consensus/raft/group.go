@@ -192,6 +192,12 @@ type group struct {
 	// tick before which this replica refuses unforced votes (admitVote).
 	lease        leaseState
 	abstainUntil uint64
+	// fastLease and appliedPub are what ReadIndex's fast path reads
+	// without the scheduler (lease.go, "The fast path"): the lease as of
+	// the last cycle (nil while void) and the applied index whose writes
+	// are visible in storage.
+	fastLease  atomic.Pointer[leaseView]
+	appliedPub atomic.Uint64
 	// pendingRetry asks the next pass to retry waiting requests and
 	// reissue reads (set when the leader changed).
 	pendingRetry bool
@@ -312,6 +318,9 @@ func (g *group) Propose(ctx context.Context, cmd []byte) (any, error) {
 func (g *group) ReadIndex(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if g.leaseRead() {
+		return nil
 	}
 	r := &request{kind: reqRead, ctx: ctx, done: make(chan result, 1)}
 	if err := g.submit(r); err != nil {

@@ -1,6 +1,9 @@
 package raft
 
 import (
+	"math"
+	"slices"
+
 	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
@@ -52,6 +55,32 @@ import (
 // every write this leader acknowledged (it answers only what it applied)
 // and, once the leader committed an entry of its term, every write of
 // earlier terms.
+//
+// The fast path. A read on the leader would otherwise wait for a
+// scheduling cycle to check the lease (two goroutine hand-offs per read,
+// a large share of a read's cost). Each cycle instead publishes the lease
+// as a view, {commit, until}: the leader's commit index and the monotonic
+// time at which the quorum's echoes stop proving the lease, computed from
+// the same acks as the in-cycle check (leaseView); and, after the cycle's
+// batch is committed to storage, the applied index. ReadIndex returns at
+// once when now < until and applied >= commit. That read is linearizable
+// for the same reasons as the in-cycle one: until is when the in-cycle
+// check would start failing; commit covers every write acknowledged before
+// the read began (this leader publishes a cycle's commit index before it
+// answers the writes that cycle applied; writes of earlier terms are at or
+// below the index of the leader's first entry in its term, which is
+// committed before any view is published); and applied >= commit means
+// every such write is visible to the read. The view is withdrawn before a
+// MsgTimeoutNow is handed to the transport (stampOutbound), when the group
+// stops, and by the next cycle when any exception above begins; a view
+// that outlives a step-down for another reason is still bounded by until,
+// the same bound the in-cycle check relies on.
+
+// leaseView is a published lease (see "The fast path").
+type leaseView struct {
+	commit uint64
+	until  int64 // the engine's monotonic clock (monoNow)
+}
 
 // leaseState is a group's lease bookkeeping (scheduler-owned).
 type leaseState struct {
@@ -62,6 +91,9 @@ type leaseState struct {
 	acks      map[uint64]int64
 	// transferTerm is a term in which this replica sent MsgTimeoutNow.
 	transferTerm uint64
+	// committedTerm is a term in which the leader's commit index is known
+	// to hold an entry of the term.
+	committedTerm uint64
 	// Follower side: the highest stamp stepped from lead in echoTerm.
 	echo     int64
 	echoLead uint64
@@ -118,42 +150,92 @@ func (g *group) stampOutbound(m *pb.Message, rm *transportpb.RaftMessage) {
 			rm.LeaseEcho = ls.echo
 		}
 	case pb.MsgTimeoutNow:
+		// The transfer's election ignores leases: withdraw the fast
+		// path's view before the message can leave.
 		ls.transferTerm = m.GetTerm()
+		g.fastLease.Store(nil)
 	}
 }
 
 // leaseReadIndex returns the index a linearizable read may be served at
 // without a ReadIndex round, or false when the lease is void.
 func (g *group) leaseReadIndex() (uint64, bool) {
-	if !g.e.cfg.LeaseReads || g.raftState != etcdraft.StateLeader {
+	v, ok := g.leaseView()
+	if !ok || g.e.monoNow() >= v.until {
 		return 0, false
+	}
+	return v.commit, true
+}
+
+// leaseView returns the lease as of now: the read index and the time until
+// which the quorum's echoes prove it, or false when it is void.
+func (g *group) leaseView() (leaseView, bool) {
+	if !g.e.cfg.LeaseReads || g.raftState != etcdraft.StateLeader {
+		return leaseView{}, false
 	}
 	ls := &g.lease
 	if ls.term != g.term || ls.transferTerm == g.term {
-		return 0, false
+		return leaseView{}, false
 	}
 	cs := g.store.state.confState
 	if isJoint(cs) {
-		return 0, false
+		return leaseView{}, false
 	}
-	if t, err := g.store.Term(g.commit); err != nil || t != g.term {
-		return 0, false
-	}
-	now := g.e.monoNow()
-	valid := int64(g.e.cfg.ElectionTicks-2) * int64(g.e.cfg.TickInterval)
-	acked := func(voters []uint64) bool {
-		n := 0
-		for _, v := range voters {
-			if v == uint64(g.replicaID) || now-ls.acks[v] < valid {
-				n++
-			}
+	if ls.committedTerm != g.term {
+		// Once an entry of the term is committed, later commit indexes
+		// are too: look the term up once per term.
+		if t, err := g.store.Term(g.commit); err != nil || t != g.term {
+			return leaseView{}, false
 		}
-		return n > len(voters)/2
+		ls.committedTerm = g.term
 	}
-	if !acked(cs.GetVoters()) {
-		return 0, false
+	// A voter's echo proves the lease until echo + valid; the leader
+	// counts as forever. The lease lasts as long as a quorum's proofs.
+	valid := int64(g.e.cfg.ElectionTicks-2) * int64(g.e.cfg.TickInterval)
+	voters := cs.GetVoters()
+	need := len(voters)/2 + 1
+	ends := make([]int64, 0, len(voters))
+	for _, v := range voters {
+		if v == uint64(g.replicaID) {
+			need--
+			continue
+		}
+		if a := ls.acks[v]; a > 0 {
+			ends = append(ends, a+valid)
+		}
 	}
-	return g.commit, true
+	if need <= 0 {
+		return leaseView{commit: g.commit, until: math.MaxInt64}, true
+	}
+	if len(ends) < need {
+		return leaseView{}, false
+	}
+	slices.Sort(ends)
+	until := ends[len(ends)-need] // the need-th latest
+	if until <= g.e.monoNow() {
+		return leaseView{}, false
+	}
+	return leaseView{commit: g.commit, until: until}, true
+}
+
+// publishLease publishes the lease for ReadIndex's fast path; run by the
+// cycle, after the cycle's batch is committed when it applied entries.
+func (g *group) publishLease() {
+	g.appliedPub.Store(g.store.state.appliedIndex)
+	if v, ok := g.leaseView(); ok {
+		if cur := g.fastLease.Load(); cur == nil || *cur != v {
+			g.fastLease.Store(&v)
+		}
+	} else if g.fastLease.Load() != nil {
+		g.fastLease.Store(nil)
+	}
+}
+
+// leaseRead is ReadIndex's fast path: true when a read may be served now,
+// without the scheduler.
+func (g *group) leaseRead() bool {
+	v := g.fastLease.Load()
+	return v != nil && g.e.monoNow() < v.until && g.appliedPub.Load() >= v.commit
 }
 
 // admitVote reports whether a vote request may be stepped: a replica that

@@ -504,7 +504,7 @@ func isJoint(cs *pb.ConfState) bool { return len(cs.GetVotersOutgoing()) > 0 }
 
 func (g *group) onSoftState(ss *etcdraft.SoftState) {
 	if ss.Lead != g.lead {
-		g.log.Info("leader changed", "leader", ss.Lead, "term", g.rn.BasicStatus().GetTerm(), "state", ss.RaftState.String())
+		g.log.Debug("leader changed", "leader", ss.Lead, "term", g.rn.BasicStatus().GetTerm(), "state", ss.RaftState.String())
 		g.pendingRetry = true
 	}
 	g.lead, g.raftState = ss.Lead, ss.RaftState
@@ -558,6 +558,7 @@ func (g *group) quorumHeardWithin(window uint64) bool {
 // leader hears from a quorum) is recomputed on ticks and when leadership or
 // membership changes, which keeps the per-cycle cost to one lock.
 func (g *group) publishStatus(ticked bool) {
+	g.publishLease()
 	leader := consensus.ReplicaID(g.lead)
 	changed := g.pub.leader != leader || g.pub.term != g.term || !sameMembers(g.pub.members, g.members)
 	isLeader := g.raftState == etcdraft.StateLeader
@@ -634,6 +635,7 @@ func (g *group) fail(err error) {
 
 // finishStop fails everything pending and marks the group stopped.
 func (g *group) finishStop(in inbox) {
+	g.fastLease.Store(nil)
 	g.mu.Lock()
 	already := g.mu.stopped
 	g.mu.stopped = true
