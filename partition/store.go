@@ -172,7 +172,7 @@ func (s *Store) startGroup(ctx context.Context, sm *StateMachine, self consensus
 	}
 	r := &Replica{sm: sm, group: g, engine: s.cfg.Storage, throttle: newThrottle(), throughput: s.cfg.Throughput, maxMutation: s.cfg.MaxMutationBytes}
 	s.mu.replicas[sm.id] = r
-	s.cfg.Logger.Info("started replica", "partition", sm.id, "replica", uint64(self), "table", sm.Descriptor().GetTableId())
+	s.cfg.Logger.Debug("started replica", "partition", sm.id, "replica", uint64(self), "table", sm.Descriptor().GetTableId())
 	return r, nil
 }
 
