@@ -1,10 +1,12 @@
 package ctl
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,18 +25,26 @@ func ringCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "show",
-				Usage: "show each table's physical partitions in token order: range, replicas, leader, size, rows",
-				Flags: leafFlags(&cli.StringFlag{Name: "table", Usage: "only this table (keyspace.table)"}),
+				Usage: "show each table's physical partitions (token order, or --sort): range, replicas, leader, size, rows; a table of more than 64 partitions gets a size summary instead of a bar chart",
+				Flags: leafFlags(&cli.StringFlag{Name: "table", Usage: "only this table (keyspace.table)"},
+					&cli.StringFlag{Name: "sort", Value: "token", Usage: "order of each table's partitions: token, bytes, rows, ru (largest first) or id"},
+					&cli.IntFlag{Name: "limit", Usage: "show at most this many partitions per table (0: all)"}),
 				Action: run(func(ctx context.Context, c *cli.Context, e *env) error {
+					view, err := parseRingView(c.String("sort"), c.Int("limit"))
+					if err != nil {
+						return err
+					}
 					var resp *adminpb.ShowRingResponse
-					err := e.call(ctx, func(ctx context.Context, admin adminpb.AdminClient) (err error) {
+					err = e.call(ctx, func(ctx context.Context, admin adminpb.AdminClient) (err error) {
 						resp, err = admin.ShowRing(ctx, &adminpb.ShowRingRequest{Table: c.String("table")})
 						return err
 					})
 					if err != nil {
 						return err
 					}
-					return e.print(resp, func(w io.Writer) error { return renderRing(w, resp.GetPartitions()) })
+					all := resp.GetPartitions()
+					resp.Partitions = view.apply(all)
+					return e.print(resp, func(w io.Writer) error { return renderRingView(w, all, view) })
 				}),
 			},
 		},
@@ -45,10 +55,69 @@ func ringCommand() *cli.Command {
 // partition: P followed by its ID.
 func partitionName(id uint64) string { return "P" + strconv.FormatUint(id, 10) }
 
-// renderRing prints one section per table, in the order the server gave
-// (token order within a table): a header line, the partition table and a
-// bar chart of partition sizes.
+// ringView is how ring show orders and trims each table's partitions.
+type ringView struct {
+	sort  string // token, bytes, rows, ru, id
+	limit int    // per table; 0: all
+}
+
+func parseRingView(sort string, limit int) (ringView, error) {
+	switch sort {
+	case "token", "bytes", "rows", "ru", "id":
+	default:
+		return ringView{}, fmt.Errorf("--sort %q: want token, bytes, rows, ru or id", sort)
+	}
+	if limit < 0 {
+		return ringView{}, fmt.Errorf("--limit %d: want 0 (all) or more", limit)
+	}
+	return ringView{sort: sort, limit: limit}, nil
+}
+
+// order sorts one table's partitions in place: token order as the server
+// gives it, or the largest first (ties in token order), or by id.
+func (v ringView) order(parts []*adminpb.Partition) {
+	by := func(key func(*adminpb.Partition) float64) {
+		slices.SortStableFunc(parts, func(a, b *adminpb.Partition) int { return cmp.Compare(key(b), key(a)) })
+	}
+	switch v.sort {
+	case "bytes":
+		by(func(p *adminpb.Partition) float64 { return float64(p.GetBytes()) })
+	case "rows":
+		by(func(p *adminpb.Partition) float64 { return float64(p.GetRows()) })
+	case "ru":
+		by(func(p *adminpb.Partition) float64 { return p.GetRuPerSec() })
+	case "id":
+		slices.SortStableFunc(parts, func(a, b *adminpb.Partition) int { return cmp.Compare(a.GetId(), b.GetId()) })
+	default:
+		slices.SortStableFunc(parts, func(a, b *adminpb.Partition) int { return cmp.Compare(a.GetStart(), b.GetStart()) })
+	}
+}
+
+// apply returns the partitions to show: each table's ordered and trimmed.
+func (v ringView) apply(parts []*adminpb.Partition) []*adminpb.Partition {
+	var out []*adminpb.Partition
+	for _, group := range groupByTable(parts) {
+		group = slices.Clone(group)
+		v.order(group)
+		if v.limit > 0 && len(group) > v.limit {
+			group = group[:v.limit]
+		}
+		out = append(out, group...)
+	}
+	return out
+}
+
+// renderRing prints every partition in token order (see renderRingView).
 func renderRing(w io.Writer, parts []*adminpb.Partition) error {
+	return renderRingView(w, parts, ringView{sort: "token"})
+}
+
+// renderRingView prints one section per table, in the order the server
+// gave: a header line with the whole table's totals, the partitions the
+// view selects, a line saying how many it left out, and either a bar chart
+// of partition sizes or, for a table of more than maxBars partitions, a
+// summary of their distribution.
+func renderRingView(w io.Writer, parts []*adminpb.Partition, v ringView) error {
 	if len(parts) == 0 {
 		_, err := io.WriteString(w, "no tables\n")
 		return err
@@ -59,12 +128,17 @@ func renderRing(w io.Writer, parts []*adminpb.Partition) error {
 				return err
 			}
 		}
-		if err := renderTableRing(w, group); err != nil {
+		if err := renderTableRing(w, group, v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// maxBars is the largest table whose partitions get one bar each; a bigger
+// table gets a summary line instead (a bar chart of 1,000 lines helps no
+// one).
+const maxBars = 64
 
 // groupByTable splits partitions by table, keeping first-seen order.
 func groupByTable(parts []*adminpb.Partition) [][]*adminpb.Partition {
@@ -83,10 +157,11 @@ func groupByTable(parts []*adminpb.Partition) [][]*adminpb.Partition {
 }
 
 // renderTableRing prints the section of one table.
-func renderTableRing(w io.Writer, parts []*adminpb.Partition) error {
+func renderTableRing(w io.Writer, all []*adminpb.Partition, v ringView) error {
+	parts := v.apply(all)
 	var bytes, rows int64
 	var ruShare, ruRate, hot bool
-	for _, p := range parts {
+	for _, p := range all {
 		bytes += p.GetBytes()
 		rows += p.GetRows()
 		ruShare = ruShare || p.GetRuShare() != 0
@@ -97,7 +172,7 @@ func renderTableRing(w io.Writer, parts []*adminpb.Partition) error {
 	// whether a partition runs hot (over its share, refusing requests).
 	ruRate = ruRate || ruShare
 	hot = hot || ruShare
-	header := fmt.Sprintf("%s: %s, %s, %s\n\n", parts[0].GetTable(), plural(int64(len(parts)), "partition"), plural(rows, "row"), humanBytes(bytes))
+	header := fmt.Sprintf("%s: %s, %s, %s\n\n", all[0].GetTable(), plural(int64(len(all)), "partition"), plural(rows, "row"), humanBytes(bytes))
 	if _, err := io.WriteString(w, header); err != nil {
 		return err
 	}
@@ -132,8 +207,35 @@ func renderTableRing(w io.Writer, parts []*adminpb.Partition) error {
 	if err := t.render(w); err != nil {
 		return err
 	}
+	if left := len(all) - len(parts); left > 0 {
+		if _, err := fmt.Fprintf(w, "... and %s more (--limit %d, sorted by %s)\n", plural(int64(left), "partition"), v.limit, v.sort); err != nil {
+			return err
+		}
+	}
+	if len(all) > maxBars {
+		_, err := io.WriteString(w, "\n"+ringSummary(all, ruRate))
+		return err
+	}
 	_, err := io.WriteString(w, "\n"+barChart(bars, defaultBarWidth, humanBytes))
 	return err
+}
+
+// ringSummary describes the distribution of a big table's partitions:
+// smallest, median and largest by bytes (and by RU/s when measured).
+func ringSummary(parts []*adminpb.Partition, ru bool) string {
+	sizes := make([]int64, len(parts))
+	rus := make([]float64, len(parts))
+	for i, p := range parts {
+		sizes[i], rus[i] = p.GetBytes(), p.GetRuPerSec()
+	}
+	slices.Sort(sizes)
+	slices.Sort(rus)
+	mid := len(parts) / 2
+	s := fmt.Sprintf("partition sizes: smallest %s, median %s, largest %s\n", humanBytes(sizes[0]), humanBytes(sizes[mid]), humanBytes(sizes[len(sizes)-1]))
+	if ru {
+		s += fmt.Sprintf("partition RU/s: lowest %s, median %s, highest %s\n", formatRU(rus[0]), formatRU(rus[mid]), formatRU(rus[len(rus)-1]))
+	}
+	return s
 }
 
 // replicaList names a partition's replicas: the leader marked with *,
