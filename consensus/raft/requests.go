@@ -269,10 +269,14 @@ func (g *group) leaderSilent(lead uint64) bool {
 // voters within an election timeout (raft's CheckQuorum will depose it);
 // otherwise, it has heard from no leader for two election timeouts and
 // from fewer than a quorum of voters (itself included) within the last
-// one. By then every live voter has timed out and sent it a pre-vote, so
-// during an ordinary election after one failure a quorum is heard from
-// and requests wait for the new leader, while with two of four replicas
-// gone they fail fast.
+// two. By then every live voter has timed out and sent it a pre-vote, and
+// a voter still campaigning sends one again within its randomized
+// election timeout, which raft draws from [1, 2) election timeouts (a
+// window of one timeout failed requests with Unavailable during an
+// election that took longer than two timeouts, with three of four voters
+// alive). So during an ordinary election after one failure a quorum is
+// heard from and requests wait for the new leader, while with two of four
+// replicas gone they fail fast.
 func (g *group) quorumLost() bool { return g.quorumLostFor(uint64(g.e.cfg.ElectionTicks)) }
 
 // quorumLostFor is quorumLost with window ticks in place of an election
@@ -298,7 +302,9 @@ func (g *group) quorumLostFor(window uint64) bool {
 		// voter has timed out and sent this replica its pre-vote.
 		return false
 	}
-	return !g.quorumHeardWithin(window)
+	// A campaigning voter is heard once per randomized election timeout,
+	// up to two timeouts apart.
+	return !g.quorumHeardWithin(max(window, 2*et))
 }
 
 // indexProposals records where this pass's proposals landed in the log.
