@@ -85,6 +85,13 @@ func assignable(lit LitKind, k Kind) bool {
 	return false
 }
 
+// maxNumberDigits bounds the text of a varint or decimal literal: parsing
+// decimal digits into a big integer takes time quadratic in their number
+// (1,000,000 digits take about two seconds of CPU, a 16 MiB statement
+// minutes), so one statement could occupy a core. 100,000 digits parse in
+// about 20 ms and are far beyond any real number.
+const maxNumberDigits = 100_000
+
 // ParseLiteral converts the text of a constant of kind lit into the
 // serialized value of type t, as Cassandra's Constants.Literal does
 // (testAssignment, then the type's fromString):
@@ -165,12 +172,18 @@ func ParseLiteral(t Type, lit LitKind, text string) ([]byte, error) {
 	case Int, Bigint, Counter, Smallint, Tinyint:
 		return parseFixedInt(t.Kind, text)
 	case Varint:
+		if len(text) > maxNumberDigits {
+			return nil, valueErrorf("Unable to make integer from a literal of %d characters (at most %d)", len(text), maxNumberDigits)
+		}
 		x, ok := new(big.Int).SetString(text, 10)
 		if !ok {
 			return nil, valueErrorf("Unable to make integer from '%s'", text)
 		}
 		return bigToVarint(x), nil
 	case Decimal:
+		if len(text) > maxNumberDigits {
+			return nil, valueErrorf("Unable to make BigDecimal from a literal of %d characters (at most %d)", len(text), maxNumberDigits)
+		}
 		u, scale, ok := parseDecimalText(text)
 		if !ok {
 			return nil, valueErrorf("Unable to make BigDecimal from '%s'", text)

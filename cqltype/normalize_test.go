@@ -2,6 +2,7 @@ package cqltype
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -122,5 +123,19 @@ func TestNormalizeKeepsTupleLength(t *testing.T) {
 	}
 	if want := EncodeTuple([][]byte{nil, set(4, 5)}); string(got) != string(want) {
 		t.Fatalf("got %x, want %x", got, want)
+	}
+}
+
+// A varint or decimal literal of more digits than maxNumberDigits is
+// refused instead of parsed in quadratic time.
+func TestHugeNumberLiteralRefused(t *testing.T) {
+	huge := strings.Repeat("7", maxNumberDigits+1)
+	for _, typ := range []Type{{Kind: Varint}, {Kind: Decimal}} {
+		if _, err := ParseLiteral(typ, LitInteger, huge); err == nil || !strings.Contains(err.Error(), "at most 100000") {
+			t.Errorf("%s literal of %d digits: %v, want a refusal", typ, len(huge), err)
+		}
+		if _, err := ParseLiteral(typ, LitInteger, huge[:maxNumberDigits]); err != nil {
+			t.Errorf("%s literal of %d digits: %v", typ, maxNumberDigits, err)
+		}
 	}
 }

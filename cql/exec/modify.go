@@ -185,7 +185,11 @@ func spec(t *schema.Table, c *schema.Column) ColumnSpec {
 
 func (e *Executor) analyzeInsert(t *schema.Table, s *parser.InsertStmt, b *binder, mc modContext) (*modPlan, error) {
 	if s.Json != nil {
-		return nil, Invalid("INSERT JSON is not supported by cosmosd")
+		js, err := insertJSONColumns(t, s, b)
+		if err != nil {
+			return nil, err
+		}
+		s = js
 	}
 	if t.IsCounter() {
 		return nil, Invalid("INSERT statements are not allowed on counter tables, use UPDATE instead")

@@ -83,6 +83,8 @@ type selection struct {
 	aggregate bool
 	// columns read by the selectors, to know whether statics are needed.
 	usesStatic bool
+	// json is set for SELECT JSON: sels is then one *jsonRowSel.
+	json bool
 }
 
 func (s *selection) specs() []ColumnSpec {
@@ -108,9 +110,19 @@ func (s *selection) project(r *qrow) ([][]byte, error) {
 
 // buildSelection resolves the selectors of a SELECT.
 func buildSelection(t *schema.Table, s *parser.SelectStmt, distinct bool) (*selection, error) {
-	if s.Json {
-		return nil, Invalid("SELECT JSON is not supported by cosmosd")
+	sel, err := buildSelectors(t, s, distinct)
+	if err != nil || !s.Json {
+		return sel, err
 	}
+	// SELECT JSON: one "[json]" text column holding an object of what
+	// the selectors compute, aggregates included.
+	row := newJSONRowSel(t, sel.sels)
+	sel.sels = []selector{row}
+	sel.json = true
+	return sel, nil
+}
+
+func buildSelectors(t *schema.Table, s *parser.SelectStmt, distinct bool) (*selection, error) {
 	sel := &selection{}
 	if s.Star {
 		for _, c := range selectOrder(t) {
@@ -144,9 +156,13 @@ func buildSelection(t *schema.Table, s *parser.SelectStmt, distinct bool) (*sele
 // missingPartitionKey returns the first partition-key column the
 // selection does not name, or "".
 func (s *selection) missingPartitionKey(t *schema.Table) string {
+	sels := s.sels
+	if s.json {
+		sels = s.sels[0].(*jsonRowSel).sels
+	}
 	for _, c := range t.PartitionKey() {
 		found := false
-		for _, x := range s.sels {
+		for _, x := range sels {
 			if cs, ok := unalias(x).(*columnSel); ok && cs.c.Name == c.Name {
 				found = true
 			}
@@ -203,7 +219,7 @@ func buildSelector(t *schema.Table, e parser.SelectorExpr, usesStatic *bool) (se
 		if err != nil {
 			return nil, err
 		}
-		return newCast(arg, e.Type, spec(fmt.Sprintf("cast(%s as %s)", arg.spec().Name, e.Type), e.Type))
+		return newCast(arg, e.Type, spec(fmt.Sprintf("cast(%s as %s)", arg.spec().Name, castTypeName(e.Type)), e.Type))
 	case *parser.FieldSel:
 		return nil, Invalid("Invalid field selection: user-defined types are not supported")
 	case *parser.TermSel:
@@ -232,7 +248,30 @@ func buildSelector(t *schema.Table, e parser.SelectorExpr, usesStatic *bool) (se
 			}
 			return args[0], nil
 		}
+		if k, ok := nowFunctions[name]; ok {
+			if len(args) != 0 {
+				return nil, Invalid("Invalid number of arguments in call to function system.%s: 0 required but %d provided", name, len(args))
+			}
+			return &nowSel{fn: name, sp: spec(display, cqltype.Scalar(k))}, nil
+		}
 		switch name {
+		case "mintimeuuid", "maxtimeuuid":
+			a, err := one()
+			if err != nil {
+				return nil, err
+			}
+			if a.spec().Type.Kind != cqltype.Timestamp {
+				return nil, Invalid("Type error: %s cannot be passed as argument 0 of function system.%s of type timestamp", argNames[0], name)
+			}
+			return &boundUUIDSel{arg: a, maxUUID: name == "maxtimeuuid", sp: spec(display, cqltype.Scalar(cqltype.Timeuuid))}, nil
+		case "tojson":
+			a, err := one()
+			if err != nil {
+				return nil, err
+			}
+			return &toJSONSel{arg: a, sp: spec(display, cqltype.Scalar(cqltype.Varchar))}, nil
+		case "fromjson":
+			return nil, Invalid("fromJson() cannot be used in the selection clause of a SELECT statement")
 		case "token":
 			pk := t.PartitionKey()
 			if len(args) != len(pk) {
@@ -288,6 +327,9 @@ func buildSelector(t *schema.Table, e parser.SelectorExpr, usesStatic *bool) (se
 			}
 			out := map[string]cqltype.Kind{"totimestamp": cqltype.Timestamp, "dateof": cqltype.Timestamp, "todate": cqltype.Date,
 				"tounixtimestamp": cqltype.Bigint, "unixtimestampof": cqltype.Bigint}[name]
+			if !timeFnAccepts(name, a.spec().Type.Kind) {
+				return nil, Invalid("Type error: %s cannot be passed as argument 0 of function system.%s of type %s", argNames[0], name, timeFnArgType(name))
+			}
 			return &timeFnSel{arg: a, out: out, sp: spec(display, cqltype.Scalar(out))}, nil
 		}
 		if strings.HasSuffix(name, "asblob") || strings.HasPrefix(name, "blobas") {
@@ -298,8 +340,20 @@ func buildSelector(t *schema.Table, e parser.SelectorExpr, usesStatic *bool) (se
 			var out cqltype.Type
 			if strings.HasSuffix(name, "asblob") {
 				out = cqltype.Scalar(cqltype.Blob)
-			} else if out, err = cqltype.Parse(strings.TrimPrefix(name, "blobas")); err != nil {
-				return nil, Invalid("Unknown function %s", e.Name)
+				in, err := cqltype.Parse(strings.TrimSuffix(name, "asblob"))
+				if err != nil || in.IsCollection() || in.Kind == cqltype.Tuple || in.Kind == cqltype.Custom {
+					return nil, Invalid("Unknown function '%s'", e.Name)
+				}
+				if at := a.spec().Type; !at.Equal(in) && !(isTextual(at) && isTextual(in)) {
+					return nil, Invalid("Type error: %s cannot be passed as argument 0 of function system.%s of type %s", argNames[0], name, in)
+				}
+			} else {
+				if out, err = cqltype.Parse(strings.TrimPrefix(name, "blobas")); err != nil || out.IsCollection() || out.Kind == cqltype.Tuple || out.Kind == cqltype.Custom {
+					return nil, Invalid("Unknown function '%s'", e.Name)
+				}
+				if a.spec().Type.Kind != cqltype.Blob {
+					return nil, Invalid("Type error: %s cannot be passed as argument 0 of function system.%s of type blob", argNames[0], name)
+				}
 			}
 			return &castSel{arg: a, to: out, sp: spec(display, out), raw: true}, nil
 		}
@@ -692,8 +746,8 @@ type castSel struct {
 
 func newCast(arg selector, to cqltype.Type, sp ColumnSpec) (selector, error) {
 	from := arg.spec().Type
-	if from.IsCollection() || to.IsCollection() {
-		return nil, Invalid("Cannot cast %s to %s", from, to)
+	if !castable(from, to) {
+		return nil, Invalid("%s cannot be cast to %s", arg.spec().Name, to)
 	}
 	return &castSel{arg: arg, to: to, sp: sp}, nil
 }
@@ -718,30 +772,80 @@ func (s *castSel) add(r *qrow) error {
 		return nil
 	}
 	from := s.arg.spec().Type
-	if s.to.Kind == cqltype.Varchar || s.to.Kind == cqltype.Ascii {
-		text := cqltype.Format(from, v)
-		if from.Kind == cqltype.Varchar || from.Kind == cqltype.Ascii {
-			text = string(v)
+	switch {
+	case from.Equal(s.to):
+		s.v = v
+	case s.to.Kind == cqltype.Varchar || s.to.Kind == cqltype.Ascii:
+		s.v = castText(from, v)
+	case len(v) == 0:
+		// An empty value has no number or time to convert.
+		s.v = nil
+	case s.to.Kind == cqltype.Date || s.to.Kind == cqltype.Timestamp:
+		ms, err := timeMillis(from.Kind, v)
+		if err != nil {
+			return err
 		}
-		s.v = []byte(text)
-		return nil
-	}
-	x, err := cqltype.Unmarshal(from, v)
-	if err != nil {
-		return Invalid("%v", err)
-	}
-	b, err := cqltype.Marshal(s.to, x)
-	if err != nil {
-		// Numeric casts between widths go through the decimal text.
-		txt := cqltype.Format(from, v)
-		kind := cqltype.LitFloat
-		if !strings.ContainsAny(txt, ".eE") {
-			kind = cqltype.LitInteger
+		if s.to.Kind == cqltype.Date {
+			s.v = dateOfMillis(ms)
+		} else {
+			s.v = binary.BigEndian.AppendUint64(nil, uint64(ms))
 		}
-		if b, err = cqltype.ParseLiteral(s.to, kind, txt); err != nil {
-			return Invalid("Cannot cast %s value %s to %s", from, txt, s.to)
+	default:
+		b, err := castNumber(from, s.to, v)
+		if err != nil {
+			return Invalid("Cannot cast %s value %s to %s: %v", from, cqltype.Format(from, v), s.to, err)
 		}
+		s.v = b
 	}
-	s.v = b
 	return nil
+}
+
+// castTypeName is how a CAST's type appears in its result column name:
+// Cassandra 3.11 writes the CQL type in lower case, text as "text".
+func castTypeName(t cqltype.Type) string { return strings.ToLower(t.String()) }
+
+// timeFnAccepts reports whether the time conversion fn takes an argument
+// of kind k (Cassandra 3.11 TimeFcts overloads).
+func timeFnAccepts(fn string, k cqltype.Kind) bool {
+	switch fn {
+	case "dateof", "unixtimestampof":
+		return k == cqltype.Timeuuid
+	case "totimestamp":
+		return k == cqltype.Timeuuid || k == cqltype.Date
+	case "todate":
+		return k == cqltype.Timeuuid || k == cqltype.Timestamp
+	}
+	return k == cqltype.Timeuuid || k == cqltype.Timestamp || k == cqltype.Date
+}
+
+func timeFnArgType(fn string) string {
+	switch fn {
+	case "totimestamp":
+		return "date"
+	case "todate":
+		return "timestamp"
+	}
+	return "timeuuid"
+}
+
+// timeMillis reads a timeuuid, timestamp or date as milliseconds since
+// the epoch.
+func timeMillis(k cqltype.Kind, v []byte) (int64, error) {
+	switch k {
+	case cqltype.Timeuuid:
+		ts, err := TimeUUIDTime(v)
+		if err != nil {
+			return 0, Invalid("%v", err)
+		}
+		return (ts - uuidEpochOffset) / 10_000, nil
+	case cqltype.Timestamp:
+		if len(v) == 8 {
+			return int64(binary.BigEndian.Uint64(v)), nil
+		}
+	case cqltype.Date:
+		if len(v) == 4 {
+			return (int64(binary.BigEndian.Uint32(v)) - (1 << 31)) * 86_400_000, nil
+		}
+	}
+	return 0, Invalid("Invalid %s value 0x%x", cqltype.Scalar(k), v)
 }

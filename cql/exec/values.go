@@ -384,6 +384,17 @@ func (b *binder) function(f *parser.FuncCall, recv ColumnSpec) (bval, error) {
 		return bval{b: u[:]}, nil
 	case "token":
 		return bval{}, Invalid("Invalid use of token() as a value")
+	case "fromjson":
+		if err := arity(1); err != nil {
+			return bval{}, err
+		}
+		v, err := arg(cqltype.Scalar(cqltype.Varchar))
+		if err != nil || v.null || v.unset || b.prepare {
+			return v, err
+		}
+		return fromJSON(recv, v.b)
+	case "tojson":
+		return bval{}, Invalid("toJson() may only be used within the selection clause of SELECT statements")
 	}
 	// typeAsBlob and blobAsType conversions.
 	if strings.HasSuffix(name, "asblob") {
@@ -529,3 +540,15 @@ func TimeUUIDTime(u []byte) (int64, error) {
 
 // int32Of and int64Of read serialized integers.
 func int32Of(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }
+
+// fromJSON decodes one JSON value for recv (fromJson(), INSERT JSON).
+func fromJSON(recv ColumnSpec, text []byte) (bval, error) {
+	v, err := cqltype.FromJSON(recv.Type, text)
+	if err != nil {
+		return bval{}, Invalid("Error decoding JSON value for %s: %v", recv.Name, err)
+	}
+	if v == nil {
+		return bval{null: true}, nil
+	}
+	return bval{b: v}, nil
+}
