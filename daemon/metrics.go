@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -86,11 +87,28 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // requestMetrics count CQL requests by opcode and outcome, and the request
-// units they were charged.
+// units they were charged, and time them by kind of statement and table.
 type requestMetrics struct {
 	requests *prometheus.CounterVec
 	units    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
+
+// Kinds of statement the latency histogram tells apart (label "kind").
+// Conditional statements (IF ...) are "lwt" whatever their verb: their
+// Paxos-like read-then-write costs several times a plain write.
+const (
+	kindRead  = "read"
+	kindWrite = "write"
+	kindBatch = "batch"
+	kindLWT   = "lwt"
+	kindDDL   = "ddl"
+	kindOther = "other"
+)
+
+// latencyBuckets span a lease read served from memory (~100us) to the
+// request timeout (10 s).
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 func newRequestMetrics(reg *prometheus.Registry) *requestMetrics {
 	m := &requestMetrics{
@@ -99,8 +117,24 @@ func newRequestMetrics(reg *prometheus.Registry) *requestMetrics {
 		units: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cosmosd_request_units_total",
 			Help: "Request units charged to CQL requests coordinated by this node."}, []string{"op"}),
 	}
-	reg.MustRegister(m.requests, m.units)
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cosmosd_cql_request_duration_seconds",
+		Help:    "Time this node took to answer CQL statements it coordinated, by kind (read, write, batch, lwt, ddl, other) and table (keyspace.table; empty when none).",
+		Buckets: latencyBuckets}, []string{"kind", "table"})
+	reg.MustRegister(m.requests, m.units, m.duration)
 	return m
+}
+
+// observeDuration records the time one statement took. table is the
+// qualified table name, never anything derived from the request's values,
+// which keeps the series bounded by the schema; an unknown kind is
+// recorded as "other" for the same reason.
+func (m *requestMetrics) observeDuration(kind, table string, d time.Duration) {
+	switch kind {
+	case kindRead, kindWrite, kindBatch, kindLWT, kindDDL:
+	default:
+		kind = kindOther
+	}
+	m.duration.WithLabelValues(kind, table).Observe(d.Seconds())
 }
 
 // observe records one request.
@@ -117,10 +151,14 @@ func (m *requestMetrics) observe(op string, charge float64, errCode int32, faile
 
 // raftCollector exports the raft engine's counters at scrape time: the
 // rate of wal_sync_seconds_total over wal_syncs_total is the disk's sync
-// latency as acknowledgements see it.
+// latency as acknowledgements see it, and that of proposal_seconds_total
+// over proposals_total the mean commit and apply latency.
 type raftCollector struct {
 	e                                  *raft.Engine
 	cycles, cycleTime, syncs, syncTime *prometheus.Desc
+	leaderChanges, proposals, propTime *prometheus.Desc
+	snapsSent, snapsRecv               *prometheus.Desc
+	groups, led, leaderless, logBytes  *prometheus.Desc
 }
 
 func newRaftCollector(e *raft.Engine) *raftCollector {
@@ -128,17 +166,31 @@ func newRaftCollector(e *raft.Engine) *raftCollector {
 		return prometheus.NewDesc("cosmosd_raft_"+name, help, nil, nil)
 	}
 	return &raftCollector{
-		e:         e,
-		cycles:    d("cycles_total", "Scheduling cycles the raft engine ran."),
-		cycleTime: d("cycle_seconds_total", "Time spent in scheduling cycles."),
-		syncs:     d("wal_syncs_total", "WAL syncs that acknowledgements waited for."),
-		syncTime:  d("wal_sync_seconds_total", "Time from requesting those syncs to their completion."),
+		e:             e,
+		cycles:        d("cycles_total", "Scheduling cycles the raft engine ran."),
+		cycleTime:     d("cycle_seconds_total", "Time spent in scheduling cycles."),
+		syncs:         d("wal_syncs_total", "WAL syncs that acknowledgements waited for."),
+		syncTime:      d("wal_sync_seconds_total", "Time from requesting those syncs to their completion."),
+		leaderChanges: d("leader_changes_total", "Times a local replica saw its group's leader change."),
+		proposals:     d("proposals_total", "Commands proposed through local replicas."),
+		propTime:      d("proposal_seconds_total", "Total time of those proposals from submission to applied or failed."),
+		snapsSent:     d("snapshots_sent_total", "Snapshots streamed to followers."),
+		snapsRecv:     d("snapshots_received_total", "Snapshots received and installed."),
+		groups:        d("groups", "Raft groups with a replica on this node."),
+		led:           d("groups_led", "Raft groups this node's replica leads."),
+		leaderless:    d("groups_leaderless", "Raft groups whose local replica knows no live leader."),
+		logBytes:      d("log_bytes", "Estimated bytes of the local replicas' raft logs (restarts from 0 with the process)."),
 	}
+}
+
+func (c *raftCollector) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.cycles, c.cycleTime, c.syncs, c.syncTime, c.leaderChanges, c.proposals, c.propTime,
+		c.snapsSent, c.snapsRecv, c.groups, c.led, c.leaderless, c.logBytes}
 }
 
 // Describe implements prometheus.Collector.
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.cycles, c.cycleTime, c.syncs, c.syncTime} {
+	for _, d := range c.descs() {
 		ch <- d
 	}
 }
@@ -149,8 +201,20 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
 	}
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
 	counter(c.cycles, float64(st.Cycles))
 	counter(c.cycleTime, st.CycleTime.Seconds())
 	counter(c.syncs, float64(st.Syncs))
 	counter(c.syncTime, st.SyncTime.Seconds())
+	counter(c.leaderChanges, float64(st.LeaderChanges))
+	counter(c.proposals, float64(st.Proposals))
+	counter(c.propTime, st.ProposeTime.Seconds())
+	counter(c.snapsSent, float64(st.SnapshotsSent))
+	counter(c.snapsRecv, float64(st.SnapshotsReceived))
+	gauge(c.groups, float64(st.Groups))
+	gauge(c.led, float64(st.Led))
+	gauge(c.leaderless, float64(st.Leaderless))
+	gauge(c.logBytes, float64(st.LogBytes))
 }

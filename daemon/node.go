@@ -317,6 +317,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.events = cql.NewEventSource(n.meta, n.logger)
 	reqMetrics := newRequestMetrics(n.metrics)
 	n.metrics.MustRegister(newPartitionCollector(n))
+	n.metrics.MustRegister(newStorageCollector(n.store))
 	if re, ok := n.cons.(*raft.Engine); ok {
 		n.metrics.MustRegister(newRaftCollector(re))
 	}

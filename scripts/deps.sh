@@ -8,6 +8,8 @@ command -v protoc >/dev/null || need+=(protobuf-compiler)
 # debootstrap for the test's Debian host image.
 command -v ansible-playbook >/dev/null || need+=(ansible)
 command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
+# daemon's TestPrometheusRules: promtool checks deploy/prometheus's rules.
+command -v promtool >/dev/null || need+=(prometheus)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "installing: ${need[*]}" >&2
 sudo=""

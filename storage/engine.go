@@ -224,6 +224,11 @@ func (e *Engine) DiskUsage(span Span) (uint64, error) {
 	return e.db.EstimateDiskUsage(span.Start, span.End)
 }
 
+// Metrics returns Pebble's metrics of the store (compactions, memtables,
+// levels, disk space), for the daemon's collector. It is cheap enough to
+// call at every metrics scrape: Pebble copies counters under its mutex.
+func (e *Engine) Metrics() *pebble.Metrics { return e.db.Metrics() }
+
 // FS returns the engine's filesystem, where SST files for ingestion are written.
 func (e *Engine) FS() vfs.FS { return e.fs }
 

@@ -49,6 +49,14 @@ type Engine struct {
 	followedMu sync.Mutex
 	followed   map[consensus.NodeID]int
 
+	// Counters for Stats, written outside the cycle's logic (or with one
+	// Add in it) so that metrics never take the scheduler's locks.
+	leaderChanges atomic.Int64 // a group's known leader changed
+	proposals     atomic.Int64 // Propose calls that reached the scheduler
+	proposeNanos  atomic.Int64 // their total time until they returned
+	snapsSent     atomic.Int64 // snapshots streamed to a follower
+	snapsRecv     atomic.Int64 // snapshots received and installed
+
 	mu struct {
 		sync.RWMutex
 		groups   map[consensus.GroupID]*group
@@ -184,14 +192,59 @@ type Stats struct {
 	// their total time from request to completion.
 	Syncs    int64
 	SyncTime time.Duration
+	// LeaderChanges counts the times a local replica saw its group's
+	// leader change (to another replica or to none): a steady rise is
+	// flapping leadership.
+	LeaderChanges int64
+	// Proposals are the commands proposed through this node's replicas
+	// (on the leader); ProposeTime is their total time from submission to
+	// applied (or failed), so its rate over Proposals' is the mean commit
+	// and apply latency.
+	Proposals   int64
+	ProposeTime time.Duration
+	// SnapshotsSent and SnapshotsReceived count snapshots streamed to
+	// followers and those received and installed here.
+	SnapshotsSent     int64
+	SnapshotsReceived int64
+	// Groups are the local replicas running; Led those that lead their
+	// group; Leaderless those that know no live leader (see
+	// consensus.Status.Leader). Read from the published status at call
+	// time.
+	Groups, Led, Leaderless int
+	// LogBytes estimates the bytes of the raft logs of the local replicas
+	// as of their last cycle; it restarts from 0 after a restart (see
+	// logStore.logBytes).
+	LogBytes uint64
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Cycles: e.sched.cycles.Load(), CycleTime: time.Duration(e.sched.cycleNanos.Load()),
 		Syncs: e.syncer.syncs.Load(), SyncTime: time.Duration(e.syncer.syncNanos.Load()),
+		LeaderChanges: e.leaderChanges.Load(),
+		Proposals:     e.proposals.Load(), ProposeTime: time.Duration(e.proposeNanos.Load()),
+		SnapshotsSent: e.snapsSent.Load(), SnapshotsReceived: e.snapsRecv.Load(),
 	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, g := range e.mu.groups {
+		g.mu.Lock()
+		stopped, status := g.mu.stopped, g.mu.status
+		g.mu.Unlock()
+		if stopped {
+			continue
+		}
+		st.Groups++
+		switch {
+		case status.IsLeader():
+			st.Led++
+		case status.Leader == 0:
+			st.Leaderless++
+		}
+		st.LogBytes += g.logBytesPub.Load()
+	}
+	return st
 }
 
 // failAll stops every group after a failure of the store. Scheduler

@@ -198,6 +198,9 @@ type group struct {
 	// are visible in storage.
 	fastLease  atomic.Pointer[leaseView]
 	appliedPub atomic.Uint64
+	// logBytesPub is store.logBytes as of the last publishStatus, for
+	// Engine.Stats.
+	logBytesPub atomic.Uint64
 	// pendingRetry asks the next pass to retry waiting requests and
 	// reissue reads (set when the leader changed).
 	pendingRetry bool
@@ -308,6 +311,11 @@ func (g *group) Propose(ctx context.Context, cmd []byte) (any, error) {
 	if err := g.submit(r); err != nil {
 		return nil, err
 	}
+	start := time.Now()
+	defer func() {
+		g.e.proposals.Add(1)
+		g.e.proposeNanos.Add(int64(time.Since(start)))
+	}()
 	return g.wait(ctx, r, "propose")
 }
 

@@ -505,6 +505,7 @@ func isJoint(cs *pb.ConfState) bool { return len(cs.GetVotersOutgoing()) > 0 }
 func (g *group) onSoftState(ss *etcdraft.SoftState) {
 	if ss.Lead != g.lead {
 		g.log.Debug("leader changed", "leader", ss.Lead, "term", g.rn.BasicStatus().GetTerm(), "state", ss.RaftState.String())
+		g.e.leaderChanges.Add(1)
 		g.pendingRetry = true
 	}
 	g.lead, g.raftState = ss.Lead, ss.RaftState
@@ -602,6 +603,7 @@ func (g *group) publishStatus(ticked bool) {
 	st.Commit = g.commit
 	st.Applied = g.store.state.appliedIndex
 	st.LastIndex = g.store.lastIndex
+	g.logBytesPub.Store(g.store.logBytes)
 	st.Members = g.members
 	if changed {
 		close(g.mu.changed)

@@ -148,6 +148,7 @@ func (e *Engine) startSnapshotSend(c *snapCapture) {
 			return
 		}
 		ok = true
+		e.snapsSent.Add(1)
 		c.g.log.Info("snapshot sent", "to", c.to, "node", uint64(c.node), "installed", applied)
 	})
 }
@@ -292,6 +293,9 @@ func (e *Engine) HandleSnapshot(ctx context.Context, from consensus.NodeID, next
 	}
 	select {
 	case r := <-in.done:
+		if r.applied {
+			e.snapsRecv.Add(1)
+		}
 		return r.applied, r.err
 	case <-ctx.Done():
 		// The group owns the staged files now; it cleans them up.

@@ -1,0 +1,44 @@
+package storage
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestMetrics: the accessor reflects the store's state: writes fill the
+// memtable, a flush turns them into an L0 file that takes disk space.
+func TestMetrics(t *testing.T) {
+	e, err := Open(Config{Dir: "db", FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Close() }()
+	b := e.NewWriteBatch()
+	for i := range 100 {
+		if err := b.Set(fmt.Appendf(nil, "key%03d", i), make([]byte, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	if m := e.Metrics(); m.MemTable.Size == 0 || m.MemTable.Count == 0 {
+		t.Fatalf("memtable after writes: size %d, count %d; want both > 0", m.MemTable.Size, m.MemTable.Count)
+	}
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m := e.Metrics()
+	if m.Flush.Count == 0 {
+		t.Fatal("flush not counted")
+	}
+	if got := m.Levels[0].TablesCount; got == 0 {
+		t.Fatal("no L0 table after a flush")
+	}
+	if m.DiskSpaceUsage() == 0 {
+		t.Fatal("disk space usage is 0 after a flush")
+	}
+}
