@@ -30,6 +30,7 @@ import (
 	"github.com/cosmosd/cosmosd/consensus/raft"
 	"github.com/cosmosd/cosmosd/cql"
 	"github.com/cosmosd/cosmosd/cql/exec"
+	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/partition"
 	"github.com/cosmosd/cosmosd/placement"
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
@@ -300,8 +301,18 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			oc.run(runCtx)
 		}()
 	}
+	reqMetrics := newRequestMetrics(n.metrics)
+	// A statement's table is a label only when the schema has it, so a
+	// client naming random tables cannot create series.
+	knownTable := func(keyspace, table string) bool {
+		st := n.meta.State()
+		return st.Schema != nil && st.Schema.Table(keyspace, table) != nil
+	}
 	n.exec = exec.New(exec.Config{
 		NodeID: n.id, Meta: n.meta, Catalog: n.catalog, Router: n.router, Now: now,
+		ObserveStatement: func(stmt parser.Statement, keyspace string, d time.Duration) {
+			reqMetrics.observeStatement(stmt, keyspace, d, knownTable)
+		},
 		Placer:        &placer{meta: n.meta, catalog: n.catalog, rf: cfg.ReplicationFactor, self: n.id},
 		Local:         exec.LocalNode{HostID: exec.HostID(n.id), Datacenter: labelOr(cfg.Labels, "dc", "datacenter1"), Rack: labelOr(cfg.Labels, "rack", "rack1")},
 		MaxValueBytes: cfg.MaxValueBytes, LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
@@ -315,7 +326,6 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, errors.New("executor")
 	}
 	n.events = cql.NewEventSource(n.meta, n.logger)
-	reqMetrics := newRequestMetrics(n.metrics)
 	n.metrics.MustRegister(newPartitionCollector(n))
 	n.metrics.MustRegister(newStorageCollector(n.store))
 	if re, ok := n.cons.(*raft.Engine); ok {

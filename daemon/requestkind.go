@@ -68,9 +68,9 @@ func classifyStatement(stmt parser.Statement, keyspace string, known func(keyspa
 }
 
 // observeStatement records the duration of one statement executed in a
-// session whose keyspace is keyspace. It is meant for a CQL server hook
-// that reports each statement with its time (see awaitingCQLHook in the
-// tests); known is the schema lookup of classifyStatement.
+// session whose keyspace is keyspace; the executor calls it through
+// exec.Config.ObserveStatement. known is the schema lookup of
+// classifyStatement.
 func (m *requestMetrics) observeStatement(stmt parser.Statement, keyspace string, d time.Duration, known func(keyspace, table string) bool) {
 	kind, table := classifyStatement(stmt, keyspace, known)
 	m.observeDuration(kind, table, d)

@@ -48,6 +48,10 @@ type Config struct {
 	// PhysicalPartitionMaxRU sizes a new table: ceil(throughput / it)
 	// partitions (default 10000).
 	PhysicalPartitionMaxRU int64
+	// ObserveStatement, when set, is told the time each statement took
+	// from parse to result (failures included), with the keyspace of the
+	// session that ran it, for the latency metrics.
+	ObserveStatement func(stmt parser.Statement, keyspace string, d time.Duration)
 	// PreparedCacheSize bounds the prepared statements kept (default 10000).
 	PreparedCacheSize int
 	// PreparedCacheBytes bounds the memory the prepared statements kept
@@ -353,6 +357,10 @@ func parseLimited(query string, maxTokens int) (parser.Statement, int, error) {
 // that another node just added must not be reported missing here. Invalid
 // statements have no effect, so running one again is safe.
 func (e *Executor) run(ctx context.Context, sess *Session, stmt parser.Statement, b *binder, req Request, text string) (*Result, error) {
+	if obs := e.cfg.ObserveStatement; obs != nil {
+		start := time.Now()
+		defer func() { obs(stmt, sess.Keyspace(), time.Since(start)) }()
+	}
 	res, err := e.dispatch(ctx, sess, stmt, b, req, text)
 	var ce *Error
 	if err == nil || !errors.As(err, &ce) || ce.Code != CodeInvalid {

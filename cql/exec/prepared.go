@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/schema"
@@ -307,6 +308,17 @@ type BatchStatement struct {
 // Batch runs a protocol BATCH message.
 func (e *Executor) Batch(ctx context.Context, sess *Session, kind parser.BatchKind, stmts []BatchStatement, req Request) (*Result, error) {
 	items := make([]batchItem, 0, len(stmts))
+	if obs := e.cfg.ObserveStatement; obs != nil {
+		start := time.Now()
+		defer func() {
+			// Observed as the BATCH statement it amounts to.
+			bs := &parser.BatchStmt{Kind: kind}
+			for _, it := range items {
+				bs.Statements = append(bs.Statements, it.stmt)
+			}
+			obs(bs, sess.Keyspace(), time.Since(start))
+		}()
+	}
 	// tokens is what the batch's query strings may still have: their
 	// ASTs are all kept until the batch is applied, so they share the
 	// bound one statement has.
