@@ -189,21 +189,12 @@ func (c *raftCollector) descs() []*prometheus.Desc {
 }
 
 // Describe implements prometheus.Collector.
-func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs() {
-		ch <- d
-	}
-}
+func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) { describeAll(ch, c.descs()) }
 
 // Collect implements prometheus.Collector.
 func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.e.Stats()
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
-	}
-	gauge := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
-	}
+	counter, gauge := constMetrics(ch)
 	counter(c.cycles, float64(st.Cycles))
 	counter(c.cycleTime, st.CycleTime.Seconds())
 	counter(c.syncs, float64(st.Syncs))
@@ -217,4 +208,23 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.led, float64(st.Led))
 	gauge(c.leaderless, float64(st.Leaderless))
 	gauge(c.logBytes, float64(st.LogBytes))
+}
+
+// describeAll sends descs, for collectors whose metrics are fixed.
+func describeAll(ch chan<- *prometheus.Desc, descs []*prometheus.Desc) {
+	for _, d := range descs {
+		ch <- d
+	}
+}
+
+// constMetrics returns functions that send a counter's and a gauge's value
+// read at scrape time.
+func constMetrics(ch chan<- prometheus.Metric) (counter, gauge func(d *prometheus.Desc, v float64)) {
+	counter = func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	gauge = func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	return counter, gauge
 }

@@ -46,21 +46,12 @@ func (c *storageCollector) descs() []*prometheus.Desc {
 }
 
 // Describe implements prometheus.Collector.
-func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs() {
-		ch <- d
-	}
-}
+func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) { describeAll(ch, c.descs()) }
 
 // Collect implements prometheus.Collector.
 func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.e.Metrics()
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
-	}
-	gauge := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
-	}
+	counter, gauge := constMetrics(ch)
 	counter(c.compactions, float64(m.Compact.Count))
 	gauge(c.compactDebt, float64(m.Compact.EstimatedDebt))
 	gauge(c.compactRunning, float64(m.Compact.NumInProgress))

@@ -92,21 +92,7 @@ func (p *pingServer) Ping(ctx context.Context, _ *kvpb.PingRequest) (*kvpb.PingR
 // here is led by it, and a request waiting on that node is given up.
 func TestProbeFindsFrozenNode(t *testing.T) {
 	ps := &pingServer{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	kvpb.RegisterInternalServer(srv, ps)
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Stop()
-	r := New(Config{NodeID: 1, ProbeInterval: 20 * time.Millisecond})
-	defer r.Close()
-	c := dialTest(t, ln.Addr().String())
-	c.pong.Store(time.Now().UnixNano())
-	r.connMu.Lock()
-	r.conns[7] = c
-	r.connMu.Unlock()
+	r, c := pingedNode(t, ps, Config{NodeID: 1, ProbeInterval: 20 * time.Millisecond})
 	time.Sleep(300 * time.Millisecond)
 	if r.silent(7) {
 		t.Fatalf("a node that answers pings is silent (quiet %s)", c.quiet())
@@ -160,22 +146,8 @@ func TestAwaitLifeBeforeSending(t *testing.T) {
 // too, it is silent.
 func TestSilentNeedsEveryDetector(t *testing.T) {
 	ps := &pingServer{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	kvpb.RegisterInternalServer(srv, ps)
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Stop()
-	r := New(Config{NodeID: 1, ProbeInterval: 20 * time.Millisecond, SilentAfter: 100 * time.Millisecond,
+	r, c := pingedNode(t, ps, Config{NodeID: 1, ProbeInterval: 20 * time.Millisecond, SilentAfter: 100 * time.Millisecond,
 		Liveness: func(node consensus.NodeID) (time.Duration, bool) { return time.Hour, node == 7 }})
-	defer r.Close()
-	c := dialTest(t, ln.Addr().String())
-	c.heard()
-	r.connMu.Lock()
-	r.conns[7] = c
-	r.connMu.Unlock()
 	time.Sleep(200 * time.Millisecond)
 	doubtful, silent := r.hearing(7)
 	if silent || !doubtful {
@@ -189,4 +161,26 @@ func TestSilentNeedsEveryDetector(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// pingedNode serves ps over real gRPC on loopback and returns a router
+// with cfg whose connection to node 7 is that server, just heard from.
+func pingedNode(t *testing.T, ps *pingServer, cfg Config) (*Router, *nodeConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	kvpb.RegisterInternalServer(srv, ps)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	r := New(cfg)
+	t.Cleanup(r.Close)
+	c := dialTest(t, ln.Addr().String())
+	c.heard()
+	r.connMu.Lock()
+	r.conns[7] = c
+	r.connMu.Unlock()
+	return r, c
 }

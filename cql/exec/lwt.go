@@ -159,26 +159,7 @@ func (e *Executor) casResult(t *schema.Table, p *modPlan, cond *kvpb.Condition, 
 	out := [][]byte{boolVal(false)}
 	for _, c := range cols {
 		rows.Columns = append(rows.Columns, spec(t, c))
-		var v []byte
-		switch c.Kind {
-		case schema.PartitionKey:
-			if c.Position < len(pkVals) {
-				v = pkVals[c.Position]
-			}
-		case schema.Clustering:
-			if c.Position < len(ckVals) {
-				v = ckVals[c.Position]
-			}
-		case schema.Static:
-			if cell := static.Cell(c.ID); cell != nil {
-				v = cell.Value
-			}
-		default:
-			if cell := row.Cell(c.ID); cell != nil {
-				v = cell.Value
-			}
-		}
-		out = append(out, v)
+		out = append(out, casColumn(c, pkVals, ckVals, &static, &row))
 	}
 	rows.Rows = [][][]byte{out}
 	return &Result{Kind: ResultRows, Rows: rows, FullMetadata: true}, nil
@@ -284,26 +265,7 @@ func batchCASResult(t *schema.Table, plans []*modPlan, conds []*kvpb.Condition, 
 		}
 		vals := [][]byte{{0}}
 		for _, c := range cols {
-			var v []byte
-			switch c.Kind {
-			case schema.PartitionKey:
-				if c.Position < len(pkVals) {
-					v = pkVals[c.Position]
-				}
-			case schema.Clustering:
-				if c.Position < len(ckVals) {
-					v = ckVals[c.Position]
-				}
-			case schema.Static:
-				if cell := static.Cell(c.ID); cell != nil {
-					v = cell.Value
-				}
-			default:
-				if cell := r.row.Cell(c.ID); cell != nil {
-					v = cell.Value
-				}
-			}
-			vals = append(vals, v)
+			vals = append(vals, casColumn(c, pkVals, ckVals, &static, &r.row))
 		}
 		out.Rows = append(out.Rows, vals)
 	}
@@ -433,4 +395,28 @@ func containsCol(cols []*schema.Column, c *schema.Column) bool {
 		}
 	}
 	return false
+}
+
+// casColumn is column c's value in a conditional statement's result row:
+// from the decoded partition or clustering key, the static row, or the row.
+func casColumn(c *schema.Column, pkVals, ckVals [][]byte, static, row *storage.Row) []byte {
+	switch c.Kind {
+	case schema.PartitionKey:
+		if c.Position < len(pkVals) {
+			return pkVals[c.Position]
+		}
+	case schema.Clustering:
+		if c.Position < len(ckVals) {
+			return ckVals[c.Position]
+		}
+	case schema.Static:
+		if cell := static.Cell(c.ID); cell != nil {
+			return cell.Value
+		}
+	default:
+		if cell := row.Cell(c.ID); cell != nil {
+			return cell.Value
+		}
+	}
+	return nil
 }
