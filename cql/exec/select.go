@@ -43,6 +43,12 @@ type selectPlan struct {
 	// on these only (ties keep their read order), as in Cassandra.
 	orderBy      []orderCol
 	linearizable bool
+	// groupBy lists the columns whose values identify a group of GROUP
+	// BY (partition key, then a clustering prefix); nil without GROUP BY.
+	groupBy []*schema.Column
+	// groupPPL is PER PARTITION LIMIT in groups under GROUP BY (ppl is
+	// then 0); 0 = none.
+	groupPPL int
 }
 
 func (e *Executor) analyzeSelect(sess *Session, s *parser.SelectStmt, b *binder, req Request) (*selectPlan, error) {
@@ -53,9 +59,6 @@ func (e *Executor) analyzeSelect(sess *Session, s *parser.SelectStmt, b *binder,
 	p := &selectPlan{t: t, vt: vt, distinct: s.Distinct, linearizable: linearizable(req.Consistency)}
 	if p.sel, err = buildSelection(t, s, s.Distinct); err != nil {
 		return nil, err
-	}
-	if len(s.GroupBy) > 0 {
-		return nil, Invalid("GROUP BY is not supported by cosmosd")
 	}
 	for _, rel := range s.Where {
 		if rel.Op == parser.OpNeq {
@@ -70,6 +73,14 @@ func (e *Executor) analyzeSelect(sess *Session, s *parser.SelectStmt, b *binder,
 	}
 	if p.ppl, err = limitValue(t, s.PerPartitionLimit, b, "[per_partition_limit]", "PER PARTITION LIMIT"); err != nil {
 		return nil, err
+	}
+	if len(s.GroupBy) > 0 {
+		if p.groupBy, err = groupByColumns(t, p.r, s.GroupBy, s.Distinct); err != nil {
+			return nil, err
+		}
+		// PER PARTITION LIMIT counts groups: the reads must not cut
+		// partitions by rows.
+		p.groupPPL, p.ppl = p.ppl, 0
 	}
 	if vt != nil {
 		p.filter = p.r.order
@@ -399,6 +410,9 @@ func (e *Executor) runSelect(ctx context.Context, sess *Session, s *parser.Selec
 }
 
 func (e *Executor) executeSelect(ctx context.Context, sess *Session, p *selectPlan, req Request) (*Result, error) {
+	if p.groupBy != nil {
+		return e.executeGrouped(ctx, p, req)
+	}
 	rows := &Rows{Columns: p.sel.specs()}
 	res := &Result{Kind: ResultRows, Rows: rows}
 	var ps *pagingState
@@ -548,17 +562,20 @@ type orderCol struct {
 // The sort is stable, so rows equal on those columns keep the order they
 // were read in (partition by partition), as Cassandra's does.
 func sortRows(p *selectPlan, rows []*qrow) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		for _, o := range p.orderBy {
-			c := cqltype.Compare(o.col.Type, rows[i].value(o.col), rows[j].value(o.col))
-			if c == 0 {
-				continue
-			}
-			if o.desc {
-				return c > 0
-			}
-			return c < 0
+	sort.SliceStable(rows, func(i, j int) bool { return p.orderLess(rows[i], rows[j]) })
+}
+
+// orderLess reports whether row a sorts before row b by ORDER BY.
+func (p *selectPlan) orderLess(a, b *qrow) bool {
+	for _, o := range p.orderBy {
+		c := cqltype.Compare(o.col.Type, a.value(o.col), b.value(o.col))
+		if c == 0 {
+			continue
 		}
-		return false
-	})
+		if o.desc {
+			return c > 0
+		}
+		return c < 0
+	}
+	return false
 }

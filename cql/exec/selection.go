@@ -376,19 +376,23 @@ type columnSel struct {
 	c    *schema.Column
 	name string
 	v    []byte
+	// set: v holds the first row's value, null included; in an
+	// aggregate or a group a column is the first row's, as Cassandra's
+	// SimpleSelector, not the first non-null one.
+	set bool
 }
 
 func (s *columnSel) spec() ColumnSpec {
 	return ColumnSpec{Keyspace: s.t.Keyspace, Table: s.t.Name, Name: s.name, Type: s.c.Type}
 }
 func (s *columnSel) add(r *qrow) error {
-	if s.v == nil {
-		s.v = r.value(s.c)
+	if !s.set {
+		s.v, s.set = r.value(s.c), true
 	}
 	return nil
 }
 func (s *columnSel) result() []byte  { return s.v }
-func (s *columnSel) reset()          { s.v = nil }
+func (s *columnSel) reset()          { s.v, s.set = nil, false }
 func (s *columnSel) aggregate() bool { return false }
 
 type aliasSel struct {
@@ -542,6 +546,9 @@ func (s *aggSel) add(r *qrow) error {
 	return nil
 }
 
+// maxUint64 masks a big integer to its low 64 bits (two's complement).
+var maxUint64 = new(big.Int).SetUint64(math.MaxUint64)
+
 func numericRat(t cqltype.Type, v []byte) (*big.Rat, error) {
 	x, err := cqltype.Unmarshal(t, v)
 	if err != nil {
@@ -609,11 +616,13 @@ func (s *aggSel) result() []byte {
 		case cqltype.Varint:
 			out = new(big.Int).Quo(sum.Num(), sum.Denom())
 		default:
+			// sum keeps Java's fixed-width arithmetic: the exact sum
+			// wrapped to 64 bits, then to the column's width by the
+			// conversions below, is what Cassandra's int, long, short
+			// and byte accumulators hold after overflowing. avg divides
+			// the exact sum, truncating toward zero as Java does.
 			q := new(big.Int).Quo(sum.Num(), sum.Denom())
-			if !q.IsInt64() {
-				q.SetInt64(math.MaxInt64)
-			}
-			n := q.Int64()
+			n := int64(new(big.Int).And(q, maxUint64).Uint64())
 			switch s.typ.Kind {
 			case cqltype.Int:
 				out = int32(n)
