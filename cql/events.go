@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cql/frame"
@@ -28,8 +29,24 @@ type EventSource struct {
 	done   chan struct{}
 }
 
+// DownGrace is how long a node must stay unregistered before its
+// STATUS_CHANGE DOWN goes out. A node whose registration lease lapsed
+// while it kept serving (its etcd member paused, a keepalive stream stuck
+// on it) registers again within seconds; telling drivers it went down
+// made them drop a live host, and with several nodes at once (they share
+// the etcd member) fail requests with "no hosts available". A node that
+// returns within the grace with the same address is never announced as
+// down, nor again as new; a node that really died is announced after its
+// lease's TTL plus the grace, and drivers see its connections fail before
+// that anyway.
+const DownGrace = 5 * time.Second
+
 // NewEventSource follows meta until Close.
 func NewEventSource(meta *cluster.Meta, logger *slog.Logger) *EventSource {
+	return newEventSource(meta, logger, DownGrace)
+}
+
+func newEventSource(meta *cluster.Meta, logger *slog.Logger, grace time.Duration) *EventSource {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -40,20 +57,86 @@ func NewEventSource(meta *cluster.Meta, logger *slog.Logger) *EventSource {
 	go func() {
 		defer close(es.done)
 		defer unsub()
+		gone := map[uint64]goneNode{}
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-ch:
+			case <-timer.C:
 			}
 			cur := meta.State()
-			for _, ev := range diffEvents(prev, cur) {
+			now := time.Now()
+			for _, ev := range debounceNodes(diffEvents(prev, cur), prev, cur, gone, now, grace) {
 				es.broadcast(ev)
 			}
 			prev = cur
+			if next, ok := nextDeadline(gone); ok {
+				timer.Reset(max(time.Until(next), time.Millisecond))
+			}
 		}
 	}()
 	return es
+}
+
+// goneNode is a node whose registration disappeared, not yet announced
+// as down.
+type goneNode struct {
+	addr     netip.AddrPort
+	deadline time.Time
+}
+
+// debounceNodes holds back the DOWN of a node that disappeared until it
+// has stayed away for grace, and drops the NEW_NODE and UP of a node that
+// comes back within it at the same address (see DownGrace). gone is the
+// caller's state across calls.
+func debounceNodes(evs []*frame.Event, prev, cur *cluster.State, gone map[uint64]goneNode, now time.Time, grace time.Duration) []*frame.Event {
+	quiet := map[netip.AddrPort]bool{}
+	for id, n := range prev.Nodes {
+		if _, ok := cur.Nodes[id]; !ok {
+			gone[id] = goneNode{addr: nodeAddrPort(n), deadline: now.Add(grace)}
+			quiet[nodeAddrPort(n)] = true // its DOWN waits
+		}
+	}
+	for id, n := range cur.Nodes {
+		if g, ok := gone[id]; ok {
+			delete(gone, id)
+			if g.addr == nodeAddrPort(n) {
+				quiet[g.addr] = true // back in time: drivers never saw it go
+			} else {
+				// Back at another address: the old one is down for good.
+				evs = append(evs, &frame.Event{Type: frame.EventStatusChange, Change: frame.StatusDown, Addr: g.addr})
+			}
+		}
+	}
+	var out []*frame.Event
+	for _, ev := range evs {
+		if ev.Type != frame.EventSchemaChange && quiet[ev.Addr] {
+			continue
+		}
+		out = append(out, ev)
+	}
+	for id, g := range gone {
+		if !now.Before(g.deadline) {
+			delete(gone, id)
+			out = append(out, &frame.Event{Type: frame.EventStatusChange, Change: frame.StatusDown, Addr: g.addr})
+		}
+	}
+	return out
+}
+
+// nextDeadline is the earliest deadline of gone.
+func nextDeadline(gone map[uint64]goneNode) (time.Time, bool) {
+	var next time.Time
+	for _, g := range gone {
+		if next.IsZero() || g.deadline.Before(next) {
+			next = g.deadline
+		}
+	}
+	return next, !next.IsZero()
 }
 
 // Close stops following. Safe to call twice.

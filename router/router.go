@@ -786,11 +786,18 @@ func sentRPC(err error) bool {
 
 func (r *Router) conn(node consensus.NodeID) (*nodeConn, error) {
 	info := r.cfg.Meta.State().Nodes[uint64(node)]
-	if info == nil {
-		return nil, partition.Errorf(kvpb.Error_UNKNOWN, "node %d is not registered (down?)", node)
-	}
 	r.connMu.Lock()
 	defer r.connMu.Unlock()
+	if info == nil {
+		// A node whose registration lease lapsed while it kept serving
+		// (its etcd member paused) registers again within seconds: keep
+		// using the connection already open to it. One that really died
+		// is found by the connection and the silence detectors.
+		if c, ok := r.conns[node]; ok {
+			return c, nil
+		}
+		return nil, partition.Errorf(kvpb.Error_UNKNOWN, "node %d is not registered (down?)", node)
+	}
 	if c, ok := r.conns[node]; ok && c.addr == info.PeerAddr {
 		return c, nil
 	} else if ok {
