@@ -9,14 +9,15 @@ import (
 // storageCollector exports Pebble's metrics of the node's store, and the
 // space left on the file system under it, at scrape time: Metrics copies
 // Pebble's counters under its mutex, cheap at scrape intervals, and keeps
-// the write path free of bookkeeping. Write stalls are not exported: the
-// store installs no Pebble EventListener to count them.
+// the write path free of bookkeeping. Write stalls come from the store's
+// Pebble EventListener (storage.Engine.WriteStalls).
 type storageCollector struct {
 	e *storage.Engine
 
 	compactions, compactDebt, compactRunning, flushes *prometheus.Desc
 	diskUsage, memtable, memtables, l0Files, l0Sub    *prometheus.Desc
 	readAmp, fsAvail, fsTotal                         *prometheus.Desc
+	stalls, stallTime                                 *prometheus.Desc
 }
 
 func newStorageCollector(e *storage.Engine) *storageCollector {
@@ -37,12 +38,14 @@ func newStorageCollector(e *storage.Engine) *storageCollector {
 		readAmp:        d("read_amplification", "Tables a point read may consult (L0 sublevels plus non-empty levels)."),
 		fsAvail:        d("filesystem_available_bytes", "Bytes available to the node on the file system of the store."),
 		fsTotal:        d("filesystem_size_bytes", "Size of the file system of the store."),
+		stalls:         d("write_stalls_total", "Times Pebble stalled writes because compactions fell behind."),
+		stallTime:      d("write_stall_seconds_total", "Time writes spent stalled by Pebble."),
 	}
 }
 
 func (c *storageCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.compactions, c.compactDebt, c.compactRunning, c.flushes, c.diskUsage, c.memtable,
-		c.memtables, c.l0Files, c.l0Sub, c.readAmp, c.fsAvail, c.fsTotal}
+		c.memtables, c.l0Files, c.l0Sub, c.readAmp, c.fsAvail, c.fsTotal, c.stalls, c.stallTime}
 }
 
 // Describe implements prometheus.Collector.
@@ -52,6 +55,9 @@ func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) { describeAll(ch
 func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.e.Metrics()
 	counter, gauge := constMetrics(ch)
+	stalls, stalled := c.e.WriteStalls()
+	counter(c.stalls, float64(stalls))
+	counter(c.stallTime, stalled.Seconds())
 	counter(c.compactions, float64(m.Compact.Count))
 	gauge(c.compactDebt, float64(m.Compact.EstimatedDebt))
 	gauge(c.compactRunning, float64(m.Compact.NumInProgress))

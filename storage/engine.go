@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -92,6 +93,9 @@ type Engine struct {
 	// state on disk may lag what it serves from memory, so the node must
 	// not carry on as if healthy.
 	failed *failure
+	// stalls counts Pebble's write stalls (too many memtables or L0
+	// sublevels: compactions fall behind and every write waits).
+	stalls *writeStalls
 }
 
 // failure holds a store's first write error; the Pebble logger shares it.
@@ -155,12 +159,14 @@ func Open(cfg Config) (*Engine, error) {
 	failed := &failure{}
 	cache := pebble.NewCache(cfg.CacheBytes)
 	defer cache.Unref()
+	stalls := &writeStalls{logger: cfg.Logger}
 	opts := &pebble.Options{
 		FS:                 cfg.FS,
 		Cache:              cache,
 		MemTableSize:       cfg.MemTableBytes,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             slogPebbleLogger{cfg.Logger, failed},
+		EventListener:      &pebble.EventListener{WriteStallBegin: stalls.begin, WriteStallEnd: stalls.end},
 	}
 	db, err := pebble.Open(cfg.Dir, opts)
 	if err != nil {
@@ -170,7 +176,7 @@ func Open(cfg Config) (*Engine, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	return &Engine{db: db, fs: fs, dir: cfg.Dir, logger: cfg.Logger, failed: failed}, nil
+	return &Engine{db: db, fs: fs, dir: cfg.Dir, logger: cfg.Logger, failed: failed, stalls: stalls}, nil
 }
 
 // Close closes the store. Safe to call twice.
@@ -228,6 +234,51 @@ func (e *Engine) DiskUsage(span Span) (uint64, error) {
 // levels, disk space), for the daemon's collector. It is cheap enough to
 // call at every metrics scrape: Pebble copies counters under its mutex.
 func (e *Engine) Metrics() *pebble.Metrics { return e.db.Metrics() }
+
+// WriteStalls returns how many times Pebble stalled writes since the store
+// opened and for how long in all (a stall in progress counts up to now).
+func (e *Engine) WriteStalls() (count int64, total time.Duration) { return e.stalls.read(time.Now()) }
+
+// writeStalls is the EventListener half that counts write stalls. Pebble
+// calls begin and end in pairs, one stall at a time, from its commit path:
+// they only take a mutex and log.
+type writeStalls struct {
+	logger *slog.Logger
+	mu     sync.Mutex
+	count  int64
+	total  time.Duration
+	since  time.Time // zero unless a stall is in progress
+}
+
+func (w *writeStalls) begin(info pebble.WriteStallBeginInfo) {
+	w.mu.Lock()
+	w.count++
+	w.since = time.Now()
+	w.mu.Unlock()
+	w.logger.Warn("storage: writes stalled: compactions fall behind", "reason", info.Reason)
+}
+
+func (w *writeStalls) end() {
+	w.mu.Lock()
+	var d time.Duration
+	if !w.since.IsZero() {
+		d = time.Since(w.since)
+		w.total += d
+		w.since = time.Time{}
+	}
+	w.mu.Unlock()
+	w.logger.Info("storage: writes resumed", "stalled", d)
+}
+
+func (w *writeStalls) read(now time.Time) (int64, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	total := w.total
+	if !w.since.IsZero() {
+		total += now.Sub(w.since)
+	}
+	return w.count, total
+}
 
 // FS returns the engine's filesystem, where SST files for ingestion are written.
 func (e *Engine) FS() vfs.FS { return e.fs }
