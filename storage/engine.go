@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"time"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
