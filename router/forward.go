@@ -51,6 +51,20 @@ import (
 // applies to it is the one a unary call would meet).
 const maxForwardBatchBytes = 1 << 20
 
+// batchLen is how many of the n leading encoded messages (item i of size
+// size(i)) one ForwardBatch takes: as many as fit in maxForwardBatchBytes,
+// and at least one.
+func batchLen(n int, size func(i int) int) int {
+	total := 0
+	for i := range n {
+		total += size(i)
+		if i > 0 && total > maxForwardBatchBytes {
+			return i
+		}
+	}
+	return n
+}
+
 // maxForwardInFlight bounds the requests one stream runs at once on the
 // server.
 const maxForwardInFlight = 4096
@@ -173,13 +187,12 @@ func (s *fstream) send() {
 		}
 		s.mu.Unlock()
 		for len(q) > 0 {
-			b := &kvpb.ForwardBatch{}
-			size := 0
-			for len(q) > 0 && (len(b.Requests) == 0 || size+len(q[0].raw) <= maxForwardBatchBytes) {
-				b.Requests = append(b.Requests, q[0].raw)
-				size += len(q[0].raw)
-				q = q[1:]
+			n := batchLen(len(q), func(i int) int { return len(q[i].raw) })
+			b := &kvpb.ForwardBatch{Requests: make([][]byte, n)}
+			for i := range n {
+				b.Requests[i] = q[i].raw
 			}
+			q = q[n:]
 			if err := s.stream.Send(b); err != nil {
 				if errors.Is(err, io.EOF) {
 					// The server ended the stream; Recv has its status.
@@ -517,13 +530,9 @@ func (q *responseQueue) run(ctx context.Context, stream kvpb.Internal_ForwardSer
 		q.queue = nil
 		q.mu.Unlock()
 		for len(pending) > 0 {
-			b := &kvpb.ForwardBatch{}
-			size := 0
-			for len(pending) > 0 && (len(b.Responses) == 0 || size+len(pending[0]) <= maxForwardBatchBytes) {
-				b.Responses = append(b.Responses, pending[0])
-				size += len(pending[0])
-				pending = pending[1:]
-			}
+			n := batchLen(len(pending), func(i int) int { return len(pending[i]) })
+			b := &kvpb.ForwardBatch{Responses: pending[:n:n]}
+			pending = pending[n:]
 			if err := stream.Send(b); err != nil {
 				return err
 			}

@@ -274,3 +274,23 @@ func TestForwardStreamBreak(t *testing.T) {
 		t.Fatalf("write after the break: %v %v", resp, err)
 	}
 }
+
+// batchLen takes as many messages as fit in maxForwardBatchBytes, and one
+// larger message alone.
+func TestBatchLen(t *testing.T) {
+	m := maxForwardBatchBytes
+	for _, c := range []struct {
+		sizes []int
+		want  int
+	}{
+		{[]int{10, 20, 30}, 3},
+		{[]int{m / 2, m / 2, 1}, 2},
+		{[]int{m + 1, 1}, 1},
+		{[]int{1, m}, 1},
+		{[]int{m}, 1},
+	} {
+		if got := batchLen(len(c.sizes), func(i int) int { return c.sizes[i] }); got != c.want {
+			t.Errorf("batchLen(%v) = %d, want %d", c.sizes, got, c.want)
+		}
+	}
+}
