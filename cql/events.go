@@ -89,8 +89,8 @@ type goneNode struct {
 	deadline time.Time
 }
 
-// debounceNodes holds back the DOWN of a node that disappeared until it
-// has stayed away for grace, and drops the NEW_NODE and UP of a node that
+// debounceNodes announces the DOWN of a node that disappeared once it has
+// stayed away for grace, and drops the NEW_NODE and UP of a node that
 // comes back within it at the same address (see DownGrace). gone is the
 // caller's state across calls.
 func debounceNodes(evs []*frame.Event, prev, cur *cluster.State, gone map[uint64]goneNode, now time.Time, grace time.Duration) []*frame.Event {
@@ -98,7 +98,6 @@ func debounceNodes(evs []*frame.Event, prev, cur *cluster.State, gone map[uint64
 	for id, n := range prev.Nodes {
 		if _, ok := cur.Nodes[id]; !ok {
 			gone[id] = goneNode{addr: nodeAddrPort(n), deadline: now.Add(grace)}
-			quiet[nodeAddrPort(n)] = true // its DOWN waits
 		}
 	}
 	for id, n := range cur.Nodes {
@@ -222,11 +221,7 @@ func diffEvents(prev, cur *cluster.State) []*frame.Event {
 				&frame.Event{Type: frame.EventStatusChange, Change: frame.StatusUp, Addr: addr})
 		}
 	}
-	for id, n := range prev.Nodes {
-		if _, ok := cur.Nodes[id]; !ok {
-			out = append(out, &frame.Event{Type: frame.EventStatusChange, Change: frame.StatusDown, Addr: nodeAddrPort(n)})
-		}
-	}
+	// A node that left is announced DOWN by debounceNodes, after a grace.
 	return out
 }
 
