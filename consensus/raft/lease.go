@@ -194,7 +194,10 @@ func (g *group) leaseView() (leaseView, bool) {
 	valid := int64(g.e.cfg.ElectionTicks-2) * int64(g.e.cfg.TickInterval)
 	voters := cs.GetVoters()
 	need := len(voters)/2 + 1
-	ends := make([]int64, 0, len(voters))
+	// Every cycle of a leader computes this: no allocation for the usual
+	// handful of voters.
+	var buf [8]int64
+	ends := buf[:0]
 	for _, v := range voters {
 		if v == uint64(g.replicaID) {
 			need--
