@@ -40,7 +40,7 @@ func toPB(st *cluster.State, op *placement.Operation) *adminpb.Operation {
 }
 
 func (s *Server) submit(ctx context.Context, op *placement.Operation) (*adminpb.Operation, error) {
-	if err := placement.Submit(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix(), op); err != nil {
+	if err := placement.Submit(ctx, s.cfg.Meta.Operations(), op); err != nil {
 		return nil, status.Errorf(codes.Unavailable, "submit operation: %v", err)
 	}
 	return toPB(s.cfg.Meta.State(), op), nil
@@ -252,7 +252,7 @@ func (s *Server) Rebalance(ctx context.Context, req *adminpb.RebalanceRequest) (
 	resp := &adminpb.RebalanceResponse{}
 	if req.GetDryRun() {
 		view := s.placementView(st)
-		ops, _ := placement.ListOperations(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix())
+		ops, _ := placement.ListOperations(ctx, s.cfg.Meta.Operations())
 		for _, op := range ops {
 			if op.Active() && op.Partition != 0 {
 				view.Busy[op.Partition] = true
@@ -362,7 +362,7 @@ func (s *Server) UndrainNode(ctx context.Context, req *adminpb.NodeRequest) (*ad
 		resp.Name = m.Info.Name
 	}
 	var decommissioned bool
-	err = cluster.UpdateMember(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix(), id, func(m *cluster.Member) bool {
+	err = s.cfg.Meta.UpdateMember(ctx, id, func(m *cluster.Member) bool {
 		decommissioned, resp.WasDraining = m.Decommissioned, m.Draining
 		if decommissioned || !m.Draining {
 			return false
@@ -376,7 +376,7 @@ func (s *Server) UndrainNode(ctx context.Context, req *adminpb.NodeRequest) (*ad
 	if decommissioned {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %s is decommissioned; a decommissioned node does not come back (start it with an empty data directory to join as a new node)", nodeLabel(st, id))
 	}
-	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix())
+	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Operations())
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "%v", err)
 	}
@@ -393,7 +393,7 @@ func (s *Server) UndrainNode(ctx context.Context, req *adminpb.NodeRequest) (*ad
 
 // ListOperations implements adminpb.AdminServer.
 func (s *Server) ListOperations(ctx context.Context, req *adminpb.ListOperationsRequest) (*adminpb.ListOperationsResponse, error) {
-	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix())
+	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Operations())
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "%v", err)
 	}
@@ -413,7 +413,7 @@ func (s *Server) ListOperations(ctx context.Context, req *adminpb.ListOperations
 
 // GetOperation implements adminpb.AdminServer.
 func (s *Server) GetOperation(ctx context.Context, req *adminpb.GetOperationRequest) (*adminpb.Operation, error) {
-	op, err := placement.GetOperation(ctx, s.cfg.Meta.Client(), s.cfg.Meta.Prefix(), req.GetId())
+	op, err := placement.GetOperation(ctx, s.cfg.Meta.Operations(), req.GetId())
 	if err != nil {
 		return nil, status.Errorf(codes.NotFound, "%v", err)
 	}

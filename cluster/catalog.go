@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/schema"
 )
@@ -25,18 +25,18 @@ var (
 	ErrConflict = errors.New("concurrent metadata change")
 )
 
-// Catalog changes the catalog and rings in etcd. Each method is one
+// Catalog changes the catalog and rings in the metadata store. Each method is one
 // transaction and waits until the local Meta has published its revision, so
 // the caller's next read sees the change. Safe for concurrent use.
 type Catalog struct {
 	meta *Meta
-	cli  *clientv3.Client
+	kv   metakv.Store
 	k    keys
 }
 
-// NewCatalog returns a catalog writer over meta's etcd.
+// NewCatalog returns a catalog writer over meta's store.
 func NewCatalog(meta *Meta) *Catalog {
-	return &Catalog{meta: meta, cli: meta.cli, k: meta.k}
+	return &Catalog{meta: meta, kv: meta.kv, k: meta.k}
 }
 
 // Meta returns the watched metadata.
@@ -53,25 +53,25 @@ func NewUUID() string {
 
 // commit runs a transaction that, when it succeeds, also bumps the schema
 // version; it waits for Meta to publish it.
-func (c *Catalog) commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, schemaChange bool) (bool, error) {
+func (c *Catalog) commit(ctx context.Context, cmps []metakv.Cond, ops []metakv.Op, schemaChange bool) (bool, error) {
 	if schemaChange {
-		ops = append(ops, clientv3.OpPut(c.k.version(), NewUUID()))
+		ops = append(ops, metakv.Put(c.k.version(), []byte(NewUUID())))
 	}
-	resp, err := c.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	resp, err := c.kv.Txn(ctx, metakv.Txn{If: cmps, Then: ops})
 	if err != nil {
 		return false, err
 	}
 	if !resp.Succeeded {
 		return false, nil
 	}
-	return true, c.meta.WaitRevision(ctx, resp.Header.Revision)
+	return true, c.meta.WaitRevision(ctx, resp.Revision)
 }
 
 // EnsureSchemaVersion writes a schema version if none exists, so a new
 // cluster reports one before its first DDL.
 func (c *Catalog) EnsureSchemaVersion(ctx context.Context) error {
-	_, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.k.version()), "=", 0)},
-		[]clientv3.Op{clientv3.OpPut(c.k.version(), NewUUID())}, false)
+	_, err := c.commit(ctx, []metakv.Cond{metakv.Absent(c.k.version())},
+		[]metakv.Op{metakv.Put(c.k.version(), []byte(NewUUID()))}, false)
 	return err
 }
 
@@ -83,8 +83,8 @@ func (c *Catalog) CreateKeyspace(ctx context.Context, ks *schema.Keyspace, ifNot
 		return false, err
 	}
 	key := c.k.keyspace(ks.Name)
-	ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-		[]clientv3.Op{clientv3.OpPut(key, string(raw))}, true)
+	ok, err := c.commit(ctx, []metakv.Cond{metakv.Absent(key)},
+		[]metakv.Op{metakv.Put(key, raw)}, true)
 	if err != nil {
 		return false, fmt.Errorf("create keyspace %s: %w", ks.Name, err)
 	}
@@ -98,15 +98,15 @@ func (c *Catalog) CreateKeyspace(ctx context.Context, ks *schema.Keyspace, ifNot
 func (c *Catalog) AlterKeyspace(ctx context.Context, name string, mutate func(*schema.Keyspace) error) error {
 	key := c.k.keyspace(name)
 	for {
-		resp, err := c.cli.Get(ctx, key)
+		kv, found, err := c.kv.Get(ctx, key)
 		if err != nil {
 			return fmt.Errorf("alter keyspace %s: %w", name, err)
 		}
-		if len(resp.Kvs) == 0 {
+		if !found {
 			return fmt.Errorf("alter keyspace %s: %w", name, ErrKeyspaceNotFound)
 		}
 		ks := &schema.Keyspace{}
-		if err := json.Unmarshal(resp.Kvs[0].Value, ks); err != nil {
+		if err := json.Unmarshal(kv.Value, ks); err != nil {
 			return fmt.Errorf("alter keyspace %s: %w", name, err)
 		}
 		if err := mutate(ks); err != nil {
@@ -116,8 +116,8 @@ func (c *Catalog) AlterKeyspace(ctx context.Context, name string, mutate func(*s
 		if err != nil {
 			return err
 		}
-		ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)},
-			[]clientv3.Op{clientv3.OpPut(key, string(raw))}, true)
+		ok, err := c.commit(ctx, []metakv.Cond{metakv.ModifiedAt(key, kv.ModRevision)},
+			[]metakv.Op{metakv.Put(key, raw)}, true)
 		if err != nil {
 			return fmt.Errorf("alter keyspace %s: %w", name, err)
 		}
@@ -132,20 +132,20 @@ func (c *Catalog) AlterKeyspace(ctx context.Context, name string, mutate func(*s
 func (c *Catalog) DropKeyspace(ctx context.Context, name string, ifExists bool) (bool, error) {
 	key := c.k.keyspace(name)
 	for {
-		resp, err := c.cli.Get(ctx, c.k.tablesOf(name), clientv3.WithPrefix())
+		tables, rev, err := c.kv.List(ctx, c.k.tablesOf(name))
 		if err != nil {
 			return false, fmt.Errorf("drop keyspace %s: %w", name, err)
 		}
-		ops := []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(c.k.tablesOf(name), clientv3.WithPrefix())}
-		for _, kv := range resp.Kvs {
+		ops := []metakv.Op{metakv.Delete(key), metakv.DeleteUnder(c.k.tablesOf(name))}
+		for _, kv := range tables {
 			if id, ok := storedTableID(kv.Value); ok {
-				ops = append(ops, clientv3.OpDelete(c.k.ringOf(id), clientv3.WithPrefix()))
+				ops = append(ops, metakv.DeleteUnder(c.k.ringOf(id)))
 			}
 		}
-		cmps := []clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
+		cmps := []metakv.Cond{
+			metakv.Exists(key),
 			// No table was added or changed since we listed them.
-			clientv3.Compare(clientv3.ModRevision(c.k.tablesOf(name)).WithPrefix(), "<", resp.Header.Revision+1),
+			metakv.UnchangedUnderSince(c.k.tablesOf(name), rev),
 		}
 		ok, err := c.commit(ctx, cmps, ops, true)
 		if err != nil {
@@ -154,11 +154,11 @@ func (c *Catalog) DropKeyspace(ctx context.Context, name string, ifExists bool) 
 		if ok {
 			return true, nil
 		}
-		exists, err := c.cli.Get(ctx, key, clientv3.WithCountOnly())
+		_, exists, err := c.kv.Get(ctx, key)
 		if err != nil {
 			return false, fmt.Errorf("drop keyspace %s: %w", name, err)
 		}
-		if exists.Count == 0 {
+		if !exists {
 			if ifExists {
 				return false, nil
 			}
@@ -195,15 +195,15 @@ func MarshalDescriptor(d *kvpb.Descriptor) ([]byte, error) {
 func (c *Catalog) AlterTable(ctx context.Context, keyspace, name string, mutate func(*schema.Table) error) (*schema.Table, error) {
 	key := c.k.table(keyspace, name)
 	for {
-		resp, err := c.cli.Get(ctx, key)
+		kv, found, err := c.kv.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("alter table %s.%s: %w", keyspace, name, err)
 		}
-		if len(resp.Kvs) == 0 {
+		if !found {
 			return nil, fmt.Errorf("alter table %s.%s: %w", keyspace, name, ErrTableNotFound)
 		}
 		t := &schema.Table{}
-		if err := json.Unmarshal(resp.Kvs[0].Value, t); err != nil {
+		if err := json.Unmarshal(kv.Value, t); err != nil {
 			return nil, fmt.Errorf("alter table %s.%s: %w", keyspace, name, err)
 		}
 		if err := mutate(t); err != nil {
@@ -216,8 +216,8 @@ func (c *Catalog) AlterTable(ctx context.Context, keyspace, name string, mutate 
 		if err != nil {
 			return nil, err
 		}
-		ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)},
-			[]clientv3.Op{clientv3.OpPut(key, string(raw))}, true)
+		ok, err := c.commit(ctx, []metakv.Cond{metakv.ModifiedAt(key, kv.ModRevision)},
+			[]metakv.Op{metakv.Put(key, raw)}, true)
 		if err != nil {
 			return nil, fmt.Errorf("alter table %s.%s: %w", keyspace, name, err)
 		}
@@ -232,21 +232,21 @@ func (c *Catalog) AlterTable(ctx context.Context, keyspace, name string, mutate 
 func (c *Catalog) DropTable(ctx context.Context, keyspace, name string, ifExists bool) (bool, error) {
 	key := c.k.table(keyspace, name)
 	for {
-		resp, err := c.cli.Get(ctx, key)
+		kv, found, err := c.kv.Get(ctx, key)
 		if err != nil {
 			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, err)
 		}
-		if len(resp.Kvs) == 0 {
+		if !found {
 			if ifExists {
 				return false, nil
 			}
 			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, ErrTableNotFound)
 		}
-		ops := []clientv3.Op{clientv3.OpDelete(key)}
-		if id, ok := storedTableID(resp.Kvs[0].Value); ok {
-			ops = append(ops, clientv3.OpDelete(c.k.ringOf(id), clientv3.WithPrefix()))
+		ops := []metakv.Op{metakv.Delete(key)}
+		if id, ok := storedTableID(kv.Value); ok {
+			ops = append(ops, metakv.DeleteUnder(c.k.ringOf(id)))
 		}
-		ok, err := c.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)}, ops, true)
+		ok, err := c.commit(ctx, []metakv.Cond{metakv.ModifiedAt(key, kv.ModRevision)}, ops, true)
 		if err != nil {
 			return false, fmt.Errorf("drop table %s.%s: %w", keyspace, name, err)
 		}
@@ -261,21 +261,21 @@ func (c *Catalog) DropTable(ctx context.Context, keyspace, name string, ifExists
 // exist), each new one is written. It fails with
 // ErrConflict when another change came first.
 func (c *Catalog) UpdatePartitions(ctx context.Context, table uint64, olds, news []*kvpb.Descriptor) error {
-	var cmps []clientv3.Cmp
-	var ops []clientv3.Op
+	var cmps []metakv.Cond
+	var ops []metakv.Op
 	for _, o := range olds {
 		raw, err := MarshalDescriptor(o)
 		if err != nil {
 			return err
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(c.k.part(table, o.GetId())), "=", string(raw)))
+		cmps = append(cmps, metakv.ValueIs(c.k.part(table, o.GetId()), raw))
 	}
 	for _, n := range news {
 		raw, err := MarshalDescriptor(n)
 		if err != nil {
 			return err
 		}
-		ops = append(ops, clientv3.OpPut(c.k.part(table, n.GetId()), string(raw)))
+		ops = append(ops, metakv.Put(c.k.part(table, n.GetId()), raw))
 	}
 	ok, err := c.commit(ctx, cmps, ops, false)
 	if err != nil {
@@ -292,15 +292,15 @@ func (c *Catalog) UpdatePartitions(ctx context.Context, table uint64, olds, news
 // not exist). It fails with ErrConflict when the copy changed meanwhile.
 func (c *Catalog) SyncPartition(ctx context.Context, table uint64, old, d *kvpb.Descriptor) error {
 	key := c.k.part(table, d.GetId())
-	var cmp clientv3.Cmp
+	var cmp metakv.Cond
 	if old == nil {
-		cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		cmp = metakv.Absent(key)
 	} else {
 		raw, err := MarshalDescriptor(old)
 		if err != nil {
 			return err
 		}
-		cmp = clientv3.Compare(clientv3.Value(key), "=", string(raw))
+		cmp = metakv.ValueIs(key, raw)
 	}
 	raw, err := MarshalDescriptor(d)
 	if err != nil {
@@ -308,8 +308,8 @@ func (c *Catalog) SyncPartition(ctx context.Context, table uint64, old, d *kvpb.
 	}
 	// The table must still exist: a late sync must not resurrect the ring
 	// of a dropped table.
-	tableExists := clientv3.Compare(clientv3.CreateRevision(c.k.ringOf(table)).WithPrefix(), ">", 0)
-	ok, err := c.commit(ctx, []clientv3.Cmp{cmp, tableExists}, []clientv3.Op{clientv3.OpPut(key, string(raw))}, false)
+	tableExists := metakv.AnyUnder(c.k.ringOf(table))
+	ok, err := c.commit(ctx, []metakv.Cond{cmp, tableExists}, []metakv.Op{metakv.Put(key, raw)}, false)
 	if err != nil {
 		return fmt.Errorf("sync partition %d: %w", d.GetId(), err)
 	}
@@ -321,5 +321,5 @@ func (c *Catalog) SyncPartition(ctx context.Context, table uint64, old, d *kvpb.
 
 // AllocateID allocates ids from a counter; see AllocateID.
 func (c *Catalog) AllocateID(ctx context.Context, kind string, n uint64) (uint64, error) {
-	return AllocateID(ctx, c.cli, c.k.prefix, kind, n)
+	return AllocateID(ctx, c.kv, kind, n)
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/cosmosd/cosmosd/cluster/metakv"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,10 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/schema"
@@ -38,15 +36,15 @@ func (s *syncBuffer) String() string {
 // poisonTable overwrites a stored table definition with one whose column
 // type no node can parse: what older nodes stored for a column typed
 // 'org.apache.cassandra.db.marshal.LexicalUUIDType' (issue 15).
-func poisonTable(t *testing.T, cli *clientv3.Client, m *Meta, ks, name string) {
+func poisonTable(t *testing.T, kv metakv.Store, m *Meta, ks, name string) {
 	t.Helper()
 	ctx := context.Background()
-	resp, err := cli.Get(ctx, m.k.table(ks, name))
-	if err != nil || len(resp.Kvs) != 1 {
+	rec, ok, err := kv.Get(ctx, m.k.table(ks, name))
+	if err != nil || !ok {
 		t.Fatalf("get table %s.%s: %v", ks, name, err)
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(resp.Kvs[0].Value, &raw); err != nil {
+	if err := json.Unmarshal(rec.Value, &raw); err != nil {
 		t.Fatal(err)
 	}
 	cols := raw["columns"].([]any)
@@ -55,11 +53,11 @@ func poisonTable(t *testing.T, cli *clientv3.Client, m *Meta, ks, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put, err := cli.Put(ctx, m.k.table(ks, name), string(b))
+	rev, err := metakv.Do(ctx, kv, metakv.Put(m.k.table(ks, name), b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WaitRevision(ctx, put.Header.Revision); err != nil {
+	if err := m.WaitRevision(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(b, &schema.Table{}); err == nil {
@@ -71,19 +69,10 @@ func poisonTable(t *testing.T, cli *clientv3.Client, m *Meta, ks, name string) {
 // logged once (not on every catalog change), and DROP TABLE and DROP
 // KEYSPACE still remove it with its ring (issue 15).
 func TestCatalogUndecodableTable(t *testing.T) {
-	e, err := StartEmbedded(EmbeddedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	kv, _ := etcd(t)
 	var logs syncBuffer
 	ctx := context.Background()
-	m, err := OpenMeta(ctx, cli, DefaultPrefix, slog.New(slog.NewTextHandler(&logs, nil)))
+	m, err := OpenMeta(ctx, kv, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +89,8 @@ func TestCatalogUndecodableTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poisonTable(t, cli, m, "ks", "bad")
-	poisonTable(t, cli, m, "ks2", "bad")
+	poisonTable(t, kv, m, "ks", "bad")
+	poisonTable(t, kv, m, "ks2", "bad")
 
 	st := m.State()
 	if st.Schema.Table("ks", "good") == nil || st.Schema.Table("ks", "bad") != nil || st.Schema.Keyspaces["ks"] == nil {
@@ -127,12 +116,12 @@ func TestCatalogUndecodableTable(t *testing.T) {
 	if ok, err := c.DropKeyspace(ctx, "ks2", false); !ok || err != nil {
 		t.Fatalf("drop keyspace holding an undecodable table: %v %v", ok, err)
 	}
-	resp, err := cli.Get(ctx, DefaultPrefix+"catalog/tables/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	left, _, err := kv.List(ctx, m.k.tables())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) != m.k.table("ks", "good") {
-		t.Fatalf("tables left: %v, want only ks.good", resp.Kvs)
+	if len(left) != 1 || left[0].Key != m.k.table("ks", "good") {
+		t.Fatalf("tables left: %v, want only ks.good", left)
 	}
 	st = m.State()
 	if st.Ring(2) != nil || st.Ring(3) != nil || st.Ring(1) == nil {
@@ -140,7 +129,7 @@ func TestCatalogUndecodableTable(t *testing.T) {
 	}
 	// A record that is not even JSON is dropped too (its ring, whose
 	// table id cannot be read, stays behind unused).
-	if _, err := cli.Put(ctx, m.k.table("ks", "garbage"), "{not json"); err != nil {
+	if _, err := metakv.Do(ctx, kv, metakv.Put(m.k.table("ks", "garbage"), []byte("{not json"))); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := c.DropTable(ctx, "ks", "garbage", false); !ok || err != nil {

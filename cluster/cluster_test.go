@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/cosmosd/cosmosd/cluster/metakv"
+
 	"context"
 	"errors"
 	"math"
@@ -19,8 +21,17 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// etcd starts a real embedded etcd and returns a client and an open Meta.
-func etcd(t *testing.T) (*clientv3.Client, *Meta) {
+// etcd starts a real embedded etcd and returns the metadata store on it and
+// an open Meta.
+func etcd(t *testing.T) (metakv.Store, *Meta) {
+	t.Helper()
+	_, kv, m := etcdClient(t)
+	return kv, m
+}
+
+// etcdClient is etcd that also returns the etcd client, for the tests of
+// what only etcd does (its limits).
+func etcdClient(t *testing.T) (*clientv3.Client, metakv.Store, *Meta) {
 	t.Helper()
 	e, err := StartEmbedded(EmbeddedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
 	if err != nil {
@@ -32,12 +43,13 @@ func etcd(t *testing.T) (*clientv3.Client, *Meta) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	m, err := OpenMeta(context.Background(), cli, DefaultPrefix, nil)
+	kv := metakv.NewEtcd(cli, DefaultPrefix)
+	m, err := OpenMeta(context.Background(), kv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	return cli, m
+	return cli, kv, m
 }
 
 func table(ks, name string, id uint64) *schema.Table {
@@ -131,7 +143,7 @@ func TestAllocateIDIsUniqueUnderContention(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 10; i++ {
-				id, err := AllocateID(context.Background(), cli, DefaultPrefix, "partition", 3)
+				id, err := AllocateID(context.Background(), cli, "partition", 3)
 				if err != nil {
 					t.Error(err)
 					return
@@ -157,7 +169,7 @@ func TestRegistrationLeaseAndMembers(t *testing.T) {
 	cli, m := etcd(t)
 	ctx := context.Background()
 	info := NodeInfo{ID: 3, Name: "n3", CQLAddr: "127.0.0.1:9042", Labels: map[string]string{"zone": "z1"}}
-	reg, err := Register(ctx, cli, DefaultPrefix, info, time.Second, nil)
+	reg, err := Register(ctx, cli, info, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +200,7 @@ func TestRegistrationLeaseAndMembers(t *testing.T) {
 	if got := m.State().MemberState(3, time.Now(), time.Minute); got != "suspect" {
 		t.Fatalf("state %q, want suspect", got)
 	}
-	if err := UpdateMember(ctx, cli, DefaultPrefix, 3, func(mem *Member) bool {
+	if err := m.UpdateMember(ctx, 3, func(mem *Member) bool {
 		mem.DownSince = time.Now().Add(-2 * time.Minute)
 		return true
 	}); err != nil {
@@ -199,7 +211,7 @@ func TestRegistrationLeaseAndMembers(t *testing.T) {
 		t.Fatalf("state %q, want dead", got)
 	}
 	// Registering again brings it back up and clears DownSince.
-	reg2, err := Register(ctx, cli, DefaultPrefix, info, time.Second, nil)
+	reg2, err := Register(ctx, cli, info, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/schema"
 )
@@ -87,11 +86,11 @@ func (c *Catalog) CreateTable(ctx context.Context, t *schema.Table, parts []*kvp
 		return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), err)
 	}
 	key, pending := c.k.table(t.Keyspace, t.Name), c.k.pendingTable(t.ID)
-	ok, err := c.commit(ctx, []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(c.k.keyspace(t.Keyspace)), ">", 0),
-		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(pending), ">", 0),
-	}, []clientv3.Op{clientv3.OpPut(key, string(raw)), clientv3.OpDelete(pending)}, true)
+	ok, err := c.commit(ctx, []metakv.Cond{
+		metakv.Exists(c.k.keyspace(t.Keyspace)),
+		metakv.Absent(key),
+		metakv.Exists(pending),
+	}, []metakv.Op{metakv.Put(key, raw), metakv.Delete(pending)}, true)
 	// Whatever happened, the ring must not stay hidden-but-alive: either
 	// it was published (the pending record is gone and abandonRing does
 	// nothing) or it is deleted. An error here may hide a publish that
@@ -112,14 +111,14 @@ func (c *Catalog) CreateTable(ctx context.Context, t *schema.Table, parts []*kvp
 // createTableOneTxn writes the table and its ring in one transaction.
 func (c *Catalog) createTableOneTxn(ctx context.Context, t *schema.Table, raw string, parts []*kvpb.Descriptor, descs []string, ifNotExists bool) (bool, error) {
 	key := c.k.table(t.Keyspace, t.Name)
-	ops := []clientv3.Op{clientv3.OpPut(key, raw)}
+	ops := []metakv.Op{metakv.Put(key, []byte(raw))}
 	for i, p := range parts {
-		ops = append(ops, clientv3.OpPut(c.k.part(t.ID, p.GetId()), descs[i]))
+		ops = append(ops, metakv.Put(c.k.part(t.ID, p.GetId()), []byte(descs[i])))
 	}
 	for {
-		ok, err := c.commit(ctx, []clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(c.k.keyspace(t.Keyspace)), ">", 0),
-			clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+		ok, err := c.commit(ctx, []metakv.Cond{
+			metakv.Exists(c.k.keyspace(t.Keyspace)),
+			metakv.Absent(key),
 		}, ops, true)
 		if err != nil {
 			return false, fmt.Errorf("create table %s: %w", t.QualifiedName(), err)
@@ -140,16 +139,16 @@ func (c *Catalog) createTableOneTxn(ctx context.Context, t *schema.Table, raw st
 // and error to return. Unless written is set (a partial ring used the ids), the ids of t
 // and parts are given back then.
 func (c *Catalog) createOutcome(ctx context.Context, t *schema.Table, parts []*kvpb.Descriptor, ifNotExists, written bool) (created, done bool, err error) {
-	resp, err := c.cli.Txn(ctx).Then(
-		clientv3.OpGet(c.k.keyspace(t.Keyspace), clientv3.WithCountOnly()),
-		clientv3.OpGet(c.k.table(t.Keyspace, t.Name), clientv3.WithCountOnly())).Commit()
+	resp, err := c.kv.Txn(ctx, metakv.Txn{Then: []metakv.Op{
+		metakv.Get(c.k.keyspace(t.Keyspace)),
+		metakv.Get(c.k.table(t.Keyspace, t.Name))}})
 	if err != nil {
 		return false, true, fmt.Errorf("create table %s: %w", t.QualifiedName(), err)
 	}
 	switch {
-	case resp.Responses[0].GetResponseRange().Count == 0:
+	case len(resp.Reads[0]) == 0:
 		err = fmt.Errorf("create table %s: %w", t.QualifiedName(), ErrKeyspaceNotFound)
-	case resp.Responses[1].GetResponseRange().Count > 0:
+	case len(resp.Reads[1]) > 0:
 		if !ifNotExists {
 			err = fmt.Errorf("create table %s: %w", t.QualifiedName(), ErrTableExists)
 		}
@@ -186,10 +185,10 @@ func (c *Catalog) giveBack(ctx context.Context, kind string, first, n uint64) {
 		return
 	}
 	key := c.k.counter(kind)
-	_, _ = c.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(key), "=", strconv.FormatUint(first+n, 10))).
-		Then(clientv3.OpPut(key, strconv.FormatUint(first, 10))).
-		Commit()
+	_, _ = c.kv.Txn(ctx, metakv.Txn{
+		If:   []metakv.Cond{metakv.ValueIs(key, []byte(strconv.FormatUint(first+n, 10)))},
+		Then: []metakv.Op{metakv.Put(key, []byte(strconv.FormatUint(first, 10)))},
+	})
 }
 
 // stageRing writes a table's ring in batches under a pending-table record
@@ -198,38 +197,38 @@ func (c *Catalog) giveBack(ctx context.Context, kind string, first, n uint64) {
 // requires it, so a creator whose lease expired (stalled, or taken for dead
 // by CollectOrphanRings) stops instead of writing into a ring being
 // collected.
-func (c *Catalog) stageRing(ctx context.Context, table uint64, parts []*kvpb.Descriptor, descs []string) (clientv3.LeaseID, error) {
-	grant, err := c.cli.Grant(ctx, int64(pendingTableTTL/time.Second))
+func (c *Catalog) stageRing(ctx context.Context, table uint64, parts []*kvpb.Descriptor, descs []string) (metakv.LeaseID, error) {
+	grant, err := c.kv.Grant(ctx, pendingTableTTL)
 	if err != nil {
 		return 0, fmt.Errorf("pending record lease: %w", err)
 	}
 	pending := c.k.pendingTable(table)
 	for start := 0; start < len(parts); start += maxPartitionsPerTxn {
 		end := min(start+maxPartitionsPerTxn, len(parts))
-		var ops []clientv3.Op
-		cmp := clientv3.Compare(clientv3.CreateRevision(pending), ">", 0)
+		var ops []metakv.Op
+		cmp := metakv.Exists(pending)
 		if start == 0 {
-			cmp = clientv3.Compare(clientv3.CreateRevision(pending), "=", 0)
-			ops = append(ops, clientv3.OpPut(pending, strconv.Itoa(len(parts)), clientv3.WithLease(grant.ID)))
+			cmp = metakv.Absent(pending)
+			ops = append(ops, metakv.PutLeased(pending, []byte(strconv.Itoa(len(parts))), grant))
 		}
 		for i := start; i < end; i++ {
-			ops = append(ops, clientv3.OpPut(c.k.part(table, parts[i].GetId()), descs[i]))
+			ops = append(ops, metakv.Put(c.k.part(table, parts[i].GetId()), []byte(descs[i])))
 		}
-		resp, err := c.cli.Txn(ctx).If(cmp).Then(ops...).Commit()
+		resp, err := c.kv.Txn(ctx, metakv.Txn{If: []metakv.Cond{cmp}, Then: ops})
 		if err != nil {
-			return grant.ID, fmt.Errorf("write partitions %d..%d of %d: %w", start+1, end, len(parts), err)
+			return grant, fmt.Errorf("write partitions %d..%d of %d: %w", start+1, end, len(parts), err)
 		}
 		if !resp.Succeeded {
 			if start == 0 {
-				return grant.ID, fmt.Errorf("table id %d is already being created", table)
+				return grant, fmt.Errorf("table id %d is already being created", table)
 			}
-			return grant.ID, ErrCreationExpired
+			return grant, ErrCreationExpired
 		}
-		if _, err := c.cli.KeepAliveOnce(ctx, grant.ID); err != nil {
-			return grant.ID, fmt.Errorf("renew pending record lease: %w", err)
+		if err := c.kv.KeepAliveOnce(ctx, grant); err != nil {
+			return grant, fmt.Errorf("renew pending record lease: %w", err)
 		}
 	}
-	return grant.ID, nil
+	return grant, nil
 }
 
 // abandonRing deletes the partial ring of a table whose creation failed,
@@ -237,16 +236,16 @@ func (c *Catalog) stageRing(ctx context.Context, table uint64, parts []*kvpb.Des
 // published, or the lease expired and CollectOrphanRings owns the ring),
 // and releases the lease. It runs on its own context: the caller's may be
 // what ended the creation.
-func (c *Catalog) abandonRing(table uint64, lease clientv3.LeaseID) {
+func (c *Catalog) abandonRing(table uint64, lease metakv.LeaseID) {
 	ctx, cancel := context.WithTimeout(context.Background(), abandonTimeout)
 	defer cancel()
 	pending := c.k.pendingTable(table)
-	_, _ = c.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(pending), ">", 0)).
-		Then(clientv3.OpDelete(pending), clientv3.OpDelete(c.k.ringOf(table), clientv3.WithPrefix())).
-		Commit()
+	_, _ = c.kv.Txn(ctx, metakv.Txn{
+		If:   []metakv.Cond{metakv.Exists(pending)},
+		Then: []metakv.Op{metakv.Delete(pending), metakv.DeleteUnder(c.k.ringOf(table))},
+	})
 	if lease != 0 {
-		_, _ = c.cli.Revoke(ctx, lease)
+		_ = c.kv.Revoke(ctx, lease)
 	}
 }
 
@@ -262,29 +261,29 @@ func (c *Catalog) abandonRing(table uint64, lease clientv3.LeaseID) {
 // small one's ring is written with its table. While any table record has
 // no readable id, nothing is collected: its ring cannot be told apart.
 func (c *Catalog) CollectOrphanRings(ctx context.Context) (int, error) {
-	resp, err := c.cli.Txn(ctx).Then(
-		clientv3.OpGet(c.k.tables(), clientv3.WithPrefix()),
-		clientv3.OpGet(c.k.rings(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(c.k.pendingTables(), clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
+	resp, err := c.kv.Txn(ctx, metakv.Txn{Then: []metakv.Op{
+		metakv.GetUnder(c.k.tables()),
+		metakv.GetUnder(c.k.rings()),
+		metakv.GetUnder(c.k.pendingTables())}})
 	if err != nil {
 		return 0, fmt.Errorf("collect orphan rings: %w", err)
 	}
 	live := map[uint64]bool{}
-	for _, kv := range resp.Responses[0].GetResponseRange().GetKvs() {
+	for _, kv := range resp.Reads[0] {
 		id, ok := storedTableID(kv.Value)
 		if !ok {
 			return 0, nil
 		}
 		live[id] = true
 	}
-	for _, kv := range resp.Responses[2].GetResponseRange().GetKvs() {
-		if id, ok := c.k.pendingTableID(string(kv.Key)); ok {
+	for _, kv := range resp.Reads[2] {
+		if id, ok := c.k.pendingTableID(kv.Key); ok {
 			live[id] = true
 		}
 	}
 	orphans := map[uint64]bool{}
-	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
-		rest := strings.TrimPrefix(string(kv.Key), c.k.rings())
+	for _, kv := range resp.Reads[1] {
+		rest := strings.TrimPrefix(kv.Key, c.k.rings())
 		head, _, _ := strings.Cut(rest, "/")
 		id, err := strconv.ParseUint(head, 10, 64)
 		if err == nil && !live[id] {
@@ -296,10 +295,10 @@ func (c *Catalog) CollectOrphanRings(ctx context.Context) (int, error) {
 		// The pending record must still be absent: a creation that
 		// started since the read owns the ring (it cannot, with a fresh
 		// id, but the compare makes that not matter).
-		txn, err := c.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(c.k.pendingTable(id)), "=", 0)).
-			Then(clientv3.OpDelete(c.k.ringOf(id), clientv3.WithPrefix())).
-			Commit()
+		txn, err := c.kv.Txn(ctx, metakv.Txn{
+			If:   []metakv.Cond{metakv.Absent(c.k.pendingTable(id))},
+			Then: []metakv.Op{metakv.DeleteUnder(c.k.ringOf(id))},
+		})
 		if err != nil {
 			return deleted, fmt.Errorf("collect orphan ring of table %d: %w", id, err)
 		}

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/cosmosd/cosmosd/cluster/metakv"
+
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -35,16 +36,23 @@ func evenRing(t *testing.T, c *Catalog, table uint64, n int) []*kvpb.Descriptor 
 	return out
 }
 
-func counter(t *testing.T, cli *clientv3.Client, kind string) string {
+func counter(t *testing.T, kv metakv.Store, kind string) string {
 	t.Helper()
-	resp, err := cli.Get(context.Background(), keys{DefaultPrefix}.counter(kind))
+	rec, _, err := kv.Get(context.Background(), keys{}.counter(kind))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Kvs) == 0 {
-		return ""
+	return string(rec.Value)
+}
+
+// count returns how many keys are stored under prefix.
+func count(t *testing.T, kv metakv.Store, prefix string) int {
+	t.Helper()
+	recs, _, err := kv.List(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return string(resp.Kvs[0].Value)
+	return len(recs)
 }
 
 // A table of 1,000 partitions (10,000,000 RU/s) is created against a real
@@ -53,7 +61,7 @@ func counter(t *testing.T, cli *clientv3.Client, kind string) string {
 // its table (issue 17: 200 partitions failed with "too many operations in
 // txn request").
 func TestCreateTableOfThousandPartitions(t *testing.T) {
-	cli, m := etcd(t)
+	cli, kv, m := etcdClient(t)
 	c := NewCatalog(m)
 	ctx := context.Background()
 	// The embedded etcd has etcd's default limit: a transaction of 200
@@ -68,7 +76,7 @@ func TestCreateTableOfThousandPartitions(t *testing.T) {
 	if _, err := c.CreateKeyspace(ctx, keyspace("ks"), false); err != nil {
 		t.Fatal(err)
 	}
-	start, err := cli.Get(ctx, "/scratch/none")
+	start, err := kv.Revision(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,43 +98,43 @@ func TestCreateTableOfThousandPartitions(t *testing.T) {
 			t.Fatalf("token %d has no partition", tok)
 		}
 	}
-	if resp, err := cli.Get(ctx, keys{DefaultPrefix}.pendingTables(), clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
-		t.Fatalf("pending records left: %v %v", resp, err)
+	if n := count(t, kv, keys{}.pendingTables()); n != 0 {
+		t.Fatalf("%d pending records left", n)
 	}
 	// Replay every revision since the start the way Meta folds them: a
 	// ring is visible when no pending record hides it.
-	checkRevisions(t, cli, start.Header.Revision, id, 1000)
+	checkRevisions(t, kv, start, id, 1000)
 
 	// DROP TABLE removes the whole ring in one transaction.
 	if ok, err := c.DropTable(ctx, "ks", "big", false); !ok || err != nil {
 		t.Fatalf("drop: %v %v", ok, err)
 	}
-	if resp, err := cli.Get(ctx, keys{DefaultPrefix}.ringOf(id), clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
-		t.Fatalf("ring left after DROP TABLE: %v %v", resp, err)
+	if n := count(t, kv, keys{}.ringOf(id)); n != 0 {
+		t.Fatalf("%d partitions of the ring left after DROP TABLE", n)
 	}
 }
 
 // checkRevisions replays the metadata events after rev and checks at the
 // end of each revision that the table (id) is either absent with no
 // visible ring, or present with all want partitions.
-func checkRevisions(t *testing.T, cli *clientv3.Client, rev int64, id uint64, want int) {
+func checkRevisions(t *testing.T, kv metakv.Store, rev int64, id uint64, want int) {
 	t.Helper()
-	k := keys{DefaultPrefix}
-	now, err := cli.Get(context.Background(), "/scratch/none")
+	k := keys{}
+	now, err := kv.Revision(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wch := cli.Watch(ctx, DefaultPrefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	wch := kv.Watch(ctx, "", rev)
 	tableKeys, ringKeys, pending := map[string]bool{}, map[string]bool{}, false
 	seenTable := false
 	for resp := range wch {
-		if err := resp.Err(); err != nil {
-			t.Fatal(err)
+		if resp.Err != nil {
+			t.Fatal(resp.Err)
 		}
 		for i, ev := range resp.Events {
-			key, put := string(ev.Kv.Key), ev.Type == mvccpb.PUT
+			key, put := ev.Kv.Key, !ev.Delete
 			switch {
 			case key == k.pendingTable(id):
 				pending = put
@@ -155,7 +163,7 @@ func checkRevisions(t *testing.T, cli *clientv3.Client, rev int64, id uint64, wa
 				t.Fatalf("revision %d: table %v with %d visible partitions (pending %v, %d written)", ev.Kv.ModRevision, len(tableKeys) > 0, visible, pending, len(ringKeys))
 			}
 		}
-		if resp.Header.Revision >= now.Header.Revision {
+		if resp.Revision >= now {
 			break
 		}
 	}
@@ -172,7 +180,7 @@ func keyspace(name string) *schema.Keyspace {
 // the keyspace does not) gives its ids back, large or small, so drivers
 // retrying it on every host burn none.
 func TestCreateTableFailureGivesIDsBack(t *testing.T) {
-	cli, m := etcd(t)
+	kv, m := etcd(t)
 	c := NewCatalog(m)
 	ctx := context.Background()
 	if _, err := c.CreateKeyspace(ctx, keyspace("ks"), false); err != nil {
@@ -182,7 +190,7 @@ func TestCreateTableFailureGivesIDsBack(t *testing.T) {
 	if ok, err := c.CreateTable(ctx, table("ks", "t", id), evenRing(t, c, id, 200), false); !ok || err != nil {
 		t.Fatalf("create: %v %v", ok, err)
 	}
-	tables, partitions := counter(t, cli, "table"), counter(t, cli, "partition")
+	tables, partitions := counter(t, kv, "table"), counter(t, kv, "partition")
 	for _, tc := range []struct {
 		name     string
 		ks       string
@@ -209,10 +217,10 @@ func TestCreateTableFailureGivesIDsBack(t *testing.T) {
 					t.Fatalf("CreateTable: %v %v, want %v %v", ok, err, tc.wantBool, tc.want)
 				}
 			}
-			if got := counter(t, cli, "table"); got != tables {
+			if got := counter(t, kv, "table"); got != tables {
 				t.Errorf("table counter %s, want %s: ids burned", got, tables)
 			}
-			if got := counter(t, cli, "partition"); got != partitions {
+			if got := counter(t, kv, "partition"); got != partitions {
 				t.Errorf("partition counter %s, want %s: ids burned", got, partitions)
 			}
 		})
@@ -223,11 +231,11 @@ func TestCreateTableFailureGivesIDsBack(t *testing.T) {
 	if _, err := c.AllocateID(ctx, "partition", 1); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := strconv.ParseUint(counter(t, cli, "partition"), 10, 64)
+	want, _ := strconv.ParseUint(counter(t, kv, "partition"), 10, 64)
 	if _, err := c.CreateTable(ctx, table("ks", "t", id2), parts, false); !errors.Is(err, ErrTableExists) {
 		t.Fatal(err)
 	}
-	if got := counter(t, cli, "partition"); got != strconv.FormatUint(want, 10) {
+	if got := counter(t, kv, "partition"); got != strconv.FormatUint(want, 10) {
 		t.Fatalf("partition counter %s, want %d: a later allocation was undone", got, want)
 	}
 }
@@ -236,7 +244,7 @@ func TestCreateTableFailureGivesIDsBack(t *testing.T) {
 // node sees (the pending record hides it) and that CollectOrphanRings
 // deletes once the record's lease is gone; live tables keep theirs.
 func TestPartialRingIsHiddenThenCollected(t *testing.T) {
-	cli, m := etcd(t)
+	kv, m := etcd(t)
 	c := NewCatalog(m)
 	ctx := context.Background()
 	if _, err := c.CreateKeyspace(ctx, keyspace("ks"), false); err != nil {
@@ -265,11 +273,7 @@ func TestPartialRingIsHiddenThenCollected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now, err := cli.Get(ctx, "/scratch/none")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.WaitRevision(ctx, now.Header.Revision); err != nil {
+	if err := m.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if r := m.State().Ring(dead); r != nil {
@@ -279,16 +283,15 @@ func TestPartialRingIsHiddenThenCollected(t *testing.T) {
 		t.Fatalf("collected %d rings while the creation is pending (%v)", n, err)
 	}
 	// The lease runs out (revoked here instead of waited for).
-	if _, err := cli.Revoke(ctx, lease); err != nil {
+	if err := kv.Revoke(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := c.CollectOrphanRings(ctx); n != 1 || err != nil {
 		t.Fatalf("collected %d rings, want the dead creation's (%v)", n, err)
 	}
-	for id, want := range map[uint64]int64{dead: 0, live: 120, small: 2} {
-		resp, err := cli.Get(ctx, keys{DefaultPrefix}.ringOf(id), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil || resp.Count != want {
-			t.Errorf("table %d: %v partitions stored (%v), want %d", id, resp.Count, err, want)
+	for id, want := range map[uint64]int{dead: 0, live: 120, small: 2} {
+		if n := count(t, kv, keys{}.ringOf(id)); n != want {
+			t.Errorf("table %d: %d partitions stored, want %d", id, n, want)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 )
 
 // Member is the persistent record of a node that joined the cluster. Unlike
@@ -48,21 +48,24 @@ func (s *State) MemberState(id uint64, now time.Time, deadAfter time.Duration) s
 }
 
 // UpdateMember changes a member record with mutate under compare-and-swap,
-// creating it when absent.
-func UpdateMember(ctx context.Context, cli *clientv3.Client, prefix string, id uint64, mutate func(m *Member) bool) error {
-	key := keys{prefix}.member(id)
+// creating it when absent. mutate may run several times (once per lost
+// race), on a fresh copy each time; returning false leaves the record.
+func (m *Meta) UpdateMember(ctx context.Context, id uint64, mutate func(m *Member) bool) error {
+	return updateMember(ctx, m.kv, id, mutate)
+}
+
+func updateMember(ctx context.Context, kv metakv.Store, id uint64, mutate func(m *Member) bool) error {
+	key := keys{}.member(id)
 	for {
-		resp, err := cli.Get(ctx, key)
+		rec, found, err := kv.Get(ctx, key)
 		if err != nil {
 			return fmt.Errorf("member %d: %w", id, err)
 		}
 		m := &Member{}
-		var rev int64
-		if len(resp.Kvs) == 1 {
-			if err := json.Unmarshal(resp.Kvs[0].Value, m); err != nil {
+		if found {
+			if err := json.Unmarshal(rec.Value, m); err != nil {
 				return fmt.Errorf("member %d: %w", id, err)
 			}
-			rev = resp.Kvs[0].ModRevision
 		}
 		if !mutate(m) {
 			return nil
@@ -71,8 +74,10 @@ func UpdateMember(ctx context.Context, cli *clientv3.Client, prefix string, id u
 		if err != nil {
 			return err
 		}
-		txn, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(clientv3.OpPut(key, string(raw))).Commit()
+		txn, err := kv.Txn(ctx, metakv.Txn{
+			If:   []metakv.Cond{metakv.ModifiedAt(key, rec.ModRevision)},
+			Then: []metakv.Op{metakv.Put(key, raw)},
+		})
 		if err != nil {
 			return fmt.Errorf("member %d: %w", id, err)
 		}

@@ -11,11 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cosmosd/cosmosd/auth"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/ring"
 	"github.com/cosmosd/cosmosd/schema"
@@ -79,7 +78,7 @@ func (s *State) Partition(id uint64) *kvpb.Descriptor {
 // Meta follows the metadata in etcd and publishes State snapshots. Safe for
 // concurrent use.
 type Meta struct {
-	cli    *clientv3.Client
+	kv     metakv.Store
 	k      keys
 	logger *slog.Logger
 
@@ -113,11 +112,11 @@ type Meta struct {
 }
 
 // OpenMeta loads the current metadata and follows changes until Close.
-func OpenMeta(ctx context.Context, cli *clientv3.Client, prefix string, logger *slog.Logger) (*Meta, error) {
+func OpenMeta(ctx context.Context, kv metakv.Store, logger *slog.Logger) (*Meta, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Meta{cli: cli, k: keys{prefix}, logger: logger, subs: map[int]chan struct{}{}, done: make(chan struct{})}
+	m := &Meta{kv: kv, logger: logger, subs: map[int]chan struct{}{}, done: make(chan struct{})}
 	rev, err := m.load(ctx)
 	if err != nil {
 		return nil, err
@@ -128,18 +127,25 @@ func OpenMeta(ctx context.Context, cli *clientv3.Client, prefix string, logger *
 	return m, nil
 }
 
-// Client returns the etcd client.
-func (m *Meta) Client() *clientv3.Client { return m.cli }
-
-// Prefix returns the key prefix.
-func (m *Meta) Prefix() string { return m.k.prefix }
+// CatchUp brings the published state up to the store's current revision:
+// afterwards it shows every change that completed before the call, such
+// as a keyspace another node just created (DDL reads its own writes across
+// nodes) or a role just granted. Callers use it when a lookup misses, so
+// the common path never waits on the store.
+func (m *Meta) CatchUp(ctx context.Context) error {
+	rev, err := m.kv.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("catch up with the metadata: %w", err)
+	}
+	return m.WaitRevision(ctx, rev)
+}
 
 // State returns the latest snapshot.
 func (m *Meta) State() *State { return m.state.Load() }
 
 // load reads everything and publishes it; it returns the revision read.
 func (m *Meta) load(ctx context.Context) (int64, error) {
-	resp, err := m.cli.Get(ctx, m.k.prefix, clientv3.WithPrefix())
+	kvs, rev, err := m.kv.List(ctx, "")
 	if err != nil {
 		return 0, fmt.Errorf("load cluster metadata: %w", err)
 	}
@@ -149,13 +155,13 @@ func (m *Meta) load(ctx context.Context) (int64, error) {
 	m.raw.members = map[string][]byte{}
 	m.raw.auth = map[string][]byte{}
 	m.raw.pending = map[string][]byte{}
-	for _, kv := range resp.Kvs {
-		m.put(string(kv.Key), kv.Value)
+	for _, kv := range kvs {
+		m.put(kv.Key, kv.Value)
 	}
-	if err := m.publish(resp.Header.Revision, true, true, true, true); err != nil {
+	if err := m.publish(rev, true, true, true, true); err != nil {
 		return 0, err
 	}
-	return resp.Header.Revision, nil
+	return rev, nil
 }
 
 // put records a key; it reports which category changed.
@@ -164,7 +170,7 @@ func (m *Meta) put(key string, value []byte) (catalog, rings, nodes, authChanged
 	case hasPrefix(key, m.k.auth()):
 		m.raw.auth[key] = value
 		return false, false, false, true
-	case hasPrefix(key, m.k.prefix+"catalog/"):
+	case hasPrefix(key, m.k.catalog()):
 		m.raw.catalog[key] = value
 		return true, false, false, false
 	case hasPrefix(key, m.k.rings()):
@@ -188,7 +194,7 @@ func (m *Meta) del(key string) (catalog, rings, nodes, authChanged bool) {
 	case hasPrefix(key, m.k.auth()):
 		delete(m.raw.auth, key)
 		return false, false, false, true
-	case hasPrefix(key, m.k.prefix+"catalog/"):
+	case hasPrefix(key, m.k.catalog()):
 		delete(m.raw.catalog, key)
 		return true, false, false, false
 	case hasPrefix(key, m.k.rings()):
@@ -368,53 +374,38 @@ func (m *Meta) run(ctx context.Context, rev int64) {
 	}
 }
 
-// follow watches the prefix from rev+1 and publishes what it sees until the
-// watch ends or ctx does; it returns the last revision published. The watch
-// has a context of its own, canceled on return, so that a watch left behind
-// (compaction, ctx canceled while the client still retries its stream) is
-// released in the client too. follow does not rely on the client closing
-// the channel on cancellation: it selects on ctx itself.
+// follow watches the metadata from rev+1 and publishes what it sees until
+// the watch ends or ctx does; it returns the last revision published. The
+// watch ends on an error (compaction, the store lost): run then reloads
+// everything, so no change is missed.
 func (m *Meta) follow(ctx context.Context, rev int64) int64 {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := m.cli.Watch(wctx, m.k.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-	for {
-		var resp clientv3.WatchResponse
-		var ok bool
-		select {
-		case <-ctx.Done():
+	for resp := range m.kv.Watch(wctx, "", rev) {
+		if resp.Err != nil {
+			m.logger.Warn("metadata watch failed", "err", resp.Err, "revision", rev)
 			return rev
-		case resp, ok = <-wch:
-		}
-		if !ok {
-			return rev
-		}
-		if err := resp.Err(); err != nil {
-			m.logger.Warn("metadata watch failed", "err", err, "revision", rev)
-			if resp.CompactRevision != 0 || errors.Is(err, context.Canceled) {
-				return rev
-			}
-			continue
 		}
 		var c, r, n, a bool
 		for _, ev := range resp.Events {
 			var c1, r1, n1, a1 bool
-			if ev.Type == mvccpb.DELETE {
-				c1, r1, n1, a1 = m.del(string(ev.Kv.Key))
+			if ev.Delete {
+				c1, r1, n1, a1 = m.del(ev.Kv.Key)
 			} else {
-				c1, r1, n1, a1 = m.put(string(ev.Kv.Key), ev.Kv.Value)
+				c1, r1, n1, a1 = m.put(ev.Kv.Key, ev.Kv.Value)
 			}
 			c, r, n, a = c || c1, r || r1, n || n1, a || a1
 		}
 		// Events of one revision never span responses, so each
 		// response publishes whole transactions.
-		if resp.Header.Revision > rev {
-			rev = resp.Header.Revision
+		if resp.Revision > rev {
+			rev = resp.Revision
 		}
 		if err := m.publish(rev, c, r, n, a); err != nil {
 			m.logger.Error("publish metadata", "err", err)
 		}
 	}
+	return rev
 }
 
 // Subscribe returns a channel that receives a value (coalesced) after every

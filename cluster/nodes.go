@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 )
 
 // NodeInfo is what a node registers about itself.
@@ -44,8 +44,7 @@ func (n *NodeInfo) Label(key, def string) string {
 // re-registers after the lease is lost (etcd unreachable for longer than
 // the TTL), so a node that loses etcd comes back when etcd does.
 type Registration struct {
-	cli    *clientv3.Client
-	prefix string
+	kv     metakv.Store
 	key    string
 	ttl    time.Duration
 	logger *slog.Logger
@@ -57,21 +56,21 @@ type Registration struct {
 	mu struct {
 		sync.Mutex
 		info  NodeInfo
-		lease clientv3.LeaseID
+		lease metakv.LeaseID
 	}
 }
 
 // Register registers info and keeps it alive until Close. ttl is the lease
 // time to live (default 10s): a node that stops renewing disappears from
 // nodes/ after it.
-func Register(ctx context.Context, cli *clientv3.Client, prefix string, info NodeInfo, ttl time.Duration, logger *slog.Logger) (*Registration, error) {
+func Register(ctx context.Context, kv metakv.Store, info NodeInfo, ttl time.Duration, logger *slog.Logger) (*Registration, error) {
 	if ttl <= 0 {
 		ttl = 10 * time.Second
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Registration{cli: cli, prefix: prefix, key: keys{prefix}.node(info.ID), ttl: ttl, logger: logger, done: make(chan struct{})}
+	r := &Registration{kv: kv, key: keys{}.node(info.ID), ttl: ttl, logger: logger, done: make(chan struct{})}
 	r.mu.info = info
 	// The keepalive stream lives as long as the registration: cancelling
 	// runCtx stops renewals (Abandon) without revoking the lease.
@@ -87,28 +86,28 @@ func Register(ctx context.Context, cli *clientv3.Client, prefix string, info Nod
 	return r, nil
 }
 
-func (r *Registration) register(ctx context.Context) (<-chan *clientv3.LeaseKeepAliveResponse, error) {
-	lease, err := r.cli.Grant(ctx, int64(r.ttl/time.Second))
+func (r *Registration) register(ctx context.Context) (<-chan struct{}, error) {
+	lease, err := r.kv.Grant(ctx, r.ttl)
 	if err != nil {
 		return nil, fmt.Errorf("register node: grant lease: %w", err)
 	}
 	r.mu.Lock()
 	info := r.mu.info
-	r.mu.lease = lease.ID
+	r.mu.lease = lease
 	r.mu.Unlock()
 	raw, err := json.Marshal(info)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.cli.Put(ctx, r.key, string(raw), clientv3.WithLease(lease.ID)); err != nil {
+	if _, err := metakv.Do(ctx, r.kv, metakv.PutLeased(r.key, raw, lease)); err != nil {
 		return nil, fmt.Errorf("register node: put %s: %w", r.key, err)
 	}
-	ka, err := r.cli.KeepAlive(r.life, lease.ID)
+	ka, err := r.kv.KeepAlive(r.life, lease)
 	if err != nil {
 		return nil, fmt.Errorf("register node: keep alive: %w", err)
 	}
 	// The persistent member record says the node is back.
-	if err := UpdateMember(ctx, r.cli, r.prefix, info.ID, func(m *Member) bool {
+	if err := updateMember(ctx, r.kv, info.ID, func(m *Member) bool {
 		if m.FirstSeen.IsZero() {
 			m.FirstSeen = time.Now().UTC()
 		}
@@ -117,11 +116,11 @@ func (r *Registration) register(ctx context.Context) (<-chan *clientv3.LeaseKeep
 	}); err != nil {
 		return nil, fmt.Errorf("register node: %w", err)
 	}
-	r.logger.Info("registered node", "lease", int64(lease.ID))
+	r.logger.Info("registered node", "lease", int64(lease))
 	return ka, nil
 }
 
-func (r *Registration) run(ctx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse) {
+func (r *Registration) run(ctx context.Context, ka <-chan struct{}) {
 	defer close(r.done)
 	backoff := 100 * time.Millisecond
 	for {
@@ -177,7 +176,7 @@ func (r *Registration) Update(ctx context.Context, info NodeInfo) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.cli.Put(ctx, r.key, string(raw), clientv3.WithLease(lease))
+	_, err = metakv.Do(ctx, r.kv, metakv.PutLeased(r.key, raw, lease))
 	return err
 }
 
@@ -197,7 +196,7 @@ func (r *Registration) Close(ctx context.Context) error {
 	r.mu.Unlock()
 	var err error
 	if lease != 0 {
-		if _, rerr := r.cli.Revoke(ctx, lease); rerr != nil {
+		if rerr := r.kv.Revoke(ctx, lease); rerr != nil {
 			err = fmt.Errorf("revoke registration lease: %w", rerr)
 		}
 	}
@@ -229,28 +228,31 @@ func (r *Registration) Abandon() {
 
 // AllocateID returns n consecutive new ids of a kind ("node", "table",
 // "partition", "op"), the first of which is returned. Ids start at 1.
-func AllocateID(ctx context.Context, cli *clientv3.Client, prefix, kind string, n uint64) (uint64, error) {
+func (m *Meta) AllocateID(ctx context.Context, kind string, n uint64) (uint64, error) {
+	return AllocateID(ctx, m.kv, kind, n)
+}
+
+// AllocateID allocates ids from kv's counter of kind; see Meta.AllocateID.
+func AllocateID(ctx context.Context, kv metakv.Store, kind string, n uint64) (uint64, error) {
 	if n == 0 {
 		return 0, errors.New("allocate zero ids")
 	}
-	key := keys{prefix}.counter(kind)
+	key := keys{}.counter(kind)
 	for {
-		resp, err := cli.Get(ctx, key)
+		rec, found, err := kv.Get(ctx, key)
 		if err != nil {
 			return 0, fmt.Errorf("allocate %s id: %w", kind, err)
 		}
 		var next uint64 = 1
-		var rev int64
-		if len(resp.Kvs) == 1 {
-			if _, err := fmt.Sscan(string(resp.Kvs[0].Value), &next); err != nil {
-				return 0, fmt.Errorf("allocate %s id: corrupt counter %q", kind, resp.Kvs[0].Value)
+		if found {
+			if _, err := fmt.Sscan(string(rec.Value), &next); err != nil {
+				return 0, fmt.Errorf("allocate %s id: corrupt counter %q", kind, rec.Value)
 			}
-			rev = resp.Kvs[0].ModRevision
 		}
-		txn, err := cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(clientv3.OpPut(key, fmt.Sprint(next+n))).
-			Commit()
+		txn, err := kv.Txn(ctx, metakv.Txn{
+			If:   []metakv.Cond{metakv.ModifiedAt(key, rec.ModRevision)},
+			Then: []metakv.Op{metakv.Put(key, []byte(fmt.Sprint(next+n)))},
+		})
 		if err != nil {
 			return 0, fmt.Errorf("allocate %s id: %w", kind, err)
 		}

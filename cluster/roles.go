@@ -10,9 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/cosmosd/cosmosd/auth"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 )
 
 // Roles and permissions live next to the catalog, under
@@ -25,39 +24,32 @@ import (
 // every node checks permissions against memory, invalidated by the same
 // watch that follows the schema.
 
-func (k keys) auth() string               { return k.prefix + "auth/" }
-func (k keys) authVersion() string        { return k.prefix + "auth/version" }
-func (k keys) roles() string              { return k.prefix + "auth/roles/" }
-func (k keys) role(name string) string    { return k.roles() + url.PathEscape(name) }
-func (k keys) permissions() string        { return k.prefix + "auth/permissions/" }
-func (k keys) permsOf(name string) string { return k.permissions() + url.PathEscape(name) }
-
-// Roles changes the roles and permissions in etcd. Safe for concurrent
-// use.
+// Roles changes the roles and permissions in the metadata store. Safe for
+// concurrent use.
 type Roles struct {
 	meta *Meta
-	cli  *clientv3.Client
+	kv   metakv.Store
 	k    keys
 }
 
-// NewRoles returns a writer of the roles over meta's etcd.
-func NewRoles(meta *Meta) *Roles { return &Roles{meta: meta, cli: meta.cli, k: meta.k} }
+// NewRoles returns a writer of the roles over meta's store.
+func NewRoles(meta *Meta) *Roles { return &Roles{meta: meta, kv: meta.kv, k: meta.k} }
 
 // Update changes the roles and permissions as one transaction: change gets
-// a copy of them as of one etcd revision, and what it changed is committed
+// a copy of them as of one revision, and what it changed is committed
 // only if nothing under auth/ changed since; otherwise they are read again
 // and change runs again, so change must be a function of its argument. An
 // error from change aborts the update and is returned as is. Update returns
 // once the local Meta has published the result (read your own writes).
 func (r *Roles) Update(ctx context.Context, change func(m *auth.Mutable) error) error {
 	for {
-		resp, err := r.cli.Get(ctx, r.k.auth(), clientv3.WithPrefix())
+		kvs, rev, err := r.kv.List(ctx, r.k.auth())
 		if err != nil {
 			return fmt.Errorf("read roles: %w", err)
 		}
-		raw := make(map[string][]byte, len(resp.Kvs))
-		for _, kv := range resp.Kvs {
-			raw[string(kv.Key)] = kv.Value
+		raw := make(map[string][]byte, len(kvs))
+		for _, kv := range kvs {
+			raw[kv.Key] = kv.Value
 		}
 		m := decodeAuth(r.k, raw, nil)
 		if err := change(m); err != nil {
@@ -67,31 +59,32 @@ func (r *Roles) Update(ctx context.Context, change func(m *auth.Mutable) error) 
 		if err != nil {
 			return err
 		}
-		var ops []clientv3.Op
+		var ops []metakv.Op
 		for key, v := range next {
 			if old, ok := raw[key]; !ok || !bytes.Equal(old, v) {
-				ops = append(ops, clientv3.OpPut(key, string(v)))
+				ops = append(ops, metakv.Put(key, v))
 			}
 		}
 		for key := range raw {
 			if _, ok := next[key]; !ok && key != r.k.authVersion() {
-				ops = append(ops, clientv3.OpDelete(key))
+				ops = append(ops, metakv.Delete(key))
 			}
 		}
 		if len(ops) == 0 {
 			return nil
 		}
-		ops = append(ops, clientv3.OpPut(r.k.authVersion(), NewUUID()))
+		ops = append(ops, metakv.Put(r.k.authVersion(), []byte(NewUUID())))
 		// Every change puts the version key, so a key deleted since
 		// the read shows as a newer version.
-		tx, err := r.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(r.k.auth()).WithPrefix(), "<", resp.Header.Revision+1)).
-			Then(ops...).Commit()
+		tx, err := r.kv.Txn(ctx, metakv.Txn{
+			If:   []metakv.Cond{metakv.UnchangedUnderSince(r.k.auth(), rev)},
+			Then: ops,
+		})
 		if err != nil {
 			return fmt.Errorf("update roles: %w", err)
 		}
 		if tx.Succeeded {
-			return r.meta.WaitRevision(ctx, tx.Header.Revision)
+			return r.meta.WaitRevision(ctx, tx.Revision)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/cosmosd/cosmosd/cluster/metakv"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cosmosd/cosmosd/auth"
 )
@@ -27,8 +27,8 @@ func waitAuth(t *testing.T, m *Meta, what string, ok func(*auth.State) bool) {
 }
 
 func TestRolesUpdateIsStoredAndWatched(t *testing.T) {
-	cli, m1 := etcd(t)
-	m2, err := OpenMeta(context.Background(), cli, DefaultPrefix, nil)
+	kv, m1 := etcd(t)
+	m2, err := OpenMeta(context.Background(), kv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +57,13 @@ func TestRolesUpdateIsStoredAndWatched(t *testing.T) {
 	waitAuth(t, m2, "the grant on the other Meta", func(s *auth.State) bool {
 		return s.Allowed("reader", auth.Select, auth.TableResource("ks", "t"))
 	})
-	resp, err := cli.Get(ctx, DefaultPrefix+"auth/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	recs, _, err := kv.List(ctx, "auth/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
-	for _, kv := range resp.Kvs {
-		keys = append(keys, strings.TrimPrefix(string(kv.Key), DefaultPrefix))
+	for _, kv := range recs {
+		keys = append(keys, kv.Key)
 	}
 	want := []string{"auth/permissions/reader", "auth/permissions/we%2Fird%20role%252F%20%C3%BC", "auth/roles/reader",
 		"auth/roles/we%2Fird%20role%252F%20%C3%BC", "auth/version"}
@@ -81,7 +81,7 @@ func TestRolesUpdateIsStoredAndWatched(t *testing.T) {
 	if got := st.Role("reader").MemberOf; len(got) != 0 || st.Allowed("reader", auth.Alter, auth.RoleResource("reader")) {
 		t.Fatalf("after the drop: member of %v", got)
 	}
-	if resp, _ := cli.Get(ctx, DefaultPrefix+"auth/permissions/we", clientv3.WithPrefix()); resp.Count != 0 {
+	if recs, _, _ := kv.List(ctx, "auth/permissions/we"); len(recs) != 0 {
 		t.Fatal("the dropped role's permissions are still stored")
 	}
 
@@ -91,15 +91,15 @@ func TestRolesUpdateIsStoredAndWatched(t *testing.T) {
 	if err := r1.Update(ctx, func(m *auth.Mutable) error { m.DropRole("reader"); return boom }); !errors.Is(err, boom) {
 		t.Fatalf("Update = %v, want boom", err)
 	}
-	before, _ := cli.Get(ctx, DefaultPrefix+"auth/version")
+	before, _, _ := kv.Get(ctx, "auth/version")
 	if err := r1.Update(ctx, func(m *auth.Mutable) error {
 		m.Revoke("reader", auth.KeyspaceResource("nosuch"), auth.AllPermissions)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := cli.Get(ctx, DefaultPrefix+"auth/version")
-	if m1.State().Auth.Role("reader") == nil || before.Kvs[0].ModRevision != after.Kvs[0].ModRevision {
+	after, _, _ := kv.Get(ctx, "auth/version")
+	if m1.State().Auth.Role("reader") == nil || before.ModRevision != after.ModRevision {
 		t.Fatal("an aborted or empty update changed the roles")
 	}
 }
@@ -107,8 +107,8 @@ func TestRolesUpdateIsStoredAndWatched(t *testing.T) {
 // Concurrent updates from two nodes all land: each runs as a transaction
 // that retries on a conflicting change.
 func TestRolesConcurrentUpdates(t *testing.T) {
-	cli, m1 := etcd(t)
-	m2, err := OpenMeta(context.Background(), cli, DefaultPrefix, nil)
+	kv, m1 := etcd(t)
+	m2, err := OpenMeta(context.Background(), kv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRolesConcurrentUpdates(t *testing.T) {
 
 // A record that does not decode is skipped; the rest stays usable.
 func TestRolesUndecodableRecord(t *testing.T) {
-	cli, m := etcd(t)
+	kv, m := etcd(t)
 	ctx := context.Background()
 	if err := NewRoles(m).Update(ctx, func(mu *auth.Mutable) error {
 		mu.PutRole(&auth.Role{Name: "good", Login: true})
@@ -168,18 +168,15 @@ func TestRolesUndecodableRecord(t *testing.T) {
 		"auth/permissions/bad": `{"data": ["FLY"]}`,
 		"auth/roles/%zz":       `{}`,
 	} {
-		if _, err := cli.Put(ctx, DefaultPrefix+key, v); err != nil {
+		if _, err := metakv.Do(ctx, kv, metakv.Put(key, []byte(v))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := cli.Put(ctx, DefaultPrefix+"auth/version", "x"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := cli.Get(ctx, DefaultPrefix+"auth/version")
+	rev, err := metakv.Do(ctx, kv, metakv.Put("auth/version", []byte("x")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WaitRevision(ctx, resp.Header.Revision); err != nil {
+	if err := m.WaitRevision(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
 	st := m.State().Auth

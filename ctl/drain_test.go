@@ -50,7 +50,7 @@ func TestDrainRefusedAndUndrain(t *testing.T) {
 
 	// A node stuck draining, as a drain that could not finish left it.
 	meta := c.Nodes[0].Meta()
-	if err := cluster.UpdateMember(context.Background(), meta.Client(), meta.Prefix(), id, func(m *cluster.Member) bool {
+	if err := meta.UpdateMember(context.Background(), id, func(m *cluster.Member) bool {
 		m.Draining = true
 		return true
 	}); err != nil {

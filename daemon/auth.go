@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/cosmosd/cosmosd/auth"
 	"github.com/cosmosd/cosmosd/cluster"
 )
@@ -43,11 +41,7 @@ func (n *Node) startAuth(ctx context.Context) (*cluster.Roles, *auth.Authenticat
 func (n *Node) refreshRoles() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	resp, err := n.meta.Client().Get(ctx, n.meta.Prefix()+"auth/version", clientv3.WithCountOnly())
-	if err != nil {
-		return
-	}
-	_ = n.meta.WaitRevision(ctx, resp.Header.Revision)
+	_ = n.meta.CatchUp(ctx)
 }
 
 // passwordHashCost is the bcrypt cost of the passwords the node sets.

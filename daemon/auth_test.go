@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/test/logbuf"
 )
 
@@ -27,7 +28,7 @@ func authNode(t *testing.T, endpoints []string, cfg Config, logs *logbuf.Buffer)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	meta, err := cluster.OpenMeta(context.Background(), cli, cluster.DefaultPrefix, nil)
+	meta, err := cluster.OpenMeta(context.Background(), metakv.NewEtcd(cli, cluster.DefaultPrefix), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

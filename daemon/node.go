@@ -25,6 +25,7 @@ import (
 
 	"github.com/cosmosd/cosmosd/admin"
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/consensus"
 	"github.com/cosmosd/cosmosd/consensus/local"
 	"github.com/cosmosd/cosmosd/consensus/raft"
@@ -55,6 +56,8 @@ type Node struct {
 
 	embedded *cluster.Embedded
 	etcd     *clientv3.Client
+	// metaKV is the metadata store on etcd, under the configured prefix.
+	metaKV   metakv.Store
 	store    *storage.Engine
 	meta     *cluster.Meta
 	catalog  *cluster.Catalog
@@ -226,6 +229,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.checkEtcd(ctx, endpoints, etcdProbe); err != nil {
 		return nil, err
 	}
+	n.metaKV = metakv.NewEtcd(n.etcd, cfg.EtcdPrefix)
 	// The store opens before the id is known: the id is bound to it
 	// (nodeid.go).
 	storeCfg := storage.Config{Dir: filepath.Join(cfg.DataDir, "store"), Logger: n.logger}
@@ -239,7 +243,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.logger = n.logger.With("node", n.id)
-	if n.meta, err = cluster.OpenMeta(ctx, n.etcd, cfg.EtcdPrefix, n.logger); err != nil {
+	if n.meta, err = cluster.OpenMeta(ctx, n.metaKV, n.logger); err != nil {
 		return nil, err
 	}
 	n.catalog = cluster.NewCatalog(n.meta)
@@ -371,7 +375,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.httpLn != nil {
 		info.HTTPAddr = n.advertised(n.httpLn)
 	}
-	if n.reg, err = cluster.Register(ctx, n.etcd, cfg.EtcdPrefix, info, cfg.RegistrationTTL, n.logger); err != nil {
+	if n.reg, err = cluster.Register(ctx, n.metaKV, info, cfg.RegistrationTTL, n.logger); err != nil {
 		return nil, err
 	}
 	n.ready.Store(true)

@@ -131,7 +131,7 @@ func (n *Node) bindNodeID(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("data dir %s: the store holds data but neither it nor a %s file says which node it belongs to: "+
 			"refusing to start (put back the node-id file, or remove the store to join as a new node)", dir, nodeIDFile)
 	}
-	id, err := cluster.AllocateID(ctx, n.etcd, n.cfg.EtcdPrefix, "node", 1)
+	id, err := cluster.AllocateID(ctx, n.metaKV, "node", 1)
 	if err != nil {
 		return 0, fmt.Errorf("allocate node id: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/storage"
 )
 
@@ -31,7 +32,7 @@ func TestBindNodeID(t *testing.T) {
 	prefix := "/bind-test/"
 	ctx := context.Background()
 	for range 3 {
-		if _, err := cluster.AllocateID(ctx, cli, prefix, "node", 1); err != nil {
+		if _, err := cluster.AllocateID(ctx, metakv.NewEtcd(cli, prefix), "node", 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +83,7 @@ func TestBindNodeID(t *testing.T) {
 				_, _ = f.Write([]byte(tc.file))
 				_ = f.Close()
 			}
-			n := &Node{cfg: Config{DataDir: dir, EtcdPrefix: prefix}, logger: slog.New(slog.DiscardHandler), etcd: cli, store: st}
+			n := &Node{cfg: Config{DataDir: dir, EtcdPrefix: prefix}, logger: slog.New(slog.DiscardHandler), etcd: cli, metaKV: metakv.NewEtcd(cli, prefix), store: st}
 			id, err := n.bindNodeID(ctx)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

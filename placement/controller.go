@@ -9,10 +9,8 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/consensus"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/router"
@@ -118,7 +116,6 @@ func (c *ControllerConfig) setDefaults() {
 // plans repairs and runs operations. Safe for concurrent use.
 type Controller struct {
 	cfg   ControllerConfig
-	cli   *clientv3.Client
 	store *opStore
 
 	rounds int // owned by lead
@@ -139,7 +136,7 @@ type Controller struct {
 // NewController returns a controller; Run makes it campaign.
 func NewController(cfg ControllerConfig) *Controller {
 	cfg.setDefaults()
-	c := &Controller{cfg: cfg, cli: cfg.Meta.Client(), store: &opStore{cli: cfg.Meta.Client(), prefix: cfg.Meta.Prefix()}}
+	c := &Controller{cfg: cfg, store: &opStore{ops: cfg.Meta.Operations()}}
 	c.mu.running = map[uint64]*Operation{}
 	c.mu.busy = map[uint64]uint64{}
 	return c
@@ -156,37 +153,26 @@ func (c *Controller) Leading() bool {
 func (c *Controller) Run(ctx context.Context) {
 	log := c.cfg.Logger
 	for ctx.Err() == nil {
-		sess, err := concurrency.NewSession(c.cli, concurrency.WithTTL(c.cfg.SessionTTL), concurrency.WithContext(ctx))
+		lead, err := c.store.ops.Campaign(ctx, c.cfg.NodeID, time.Duration(c.cfg.SessionTTL)*time.Second)
 		if err != nil {
-			log.Warn("controller session", "err", err)
-			if !sleepCtx(ctx, time.Second) {
-				return
-			}
-			continue
-		}
-		el := concurrency.NewElection(sess, c.cfg.Meta.Prefix()+"controller")
-		if err := el.Campaign(ctx, strconv.FormatUint(c.cfg.NodeID, 10)); err != nil {
-			_ = sess.Close()
 			if ctx.Err() == nil {
 				log.Warn("controller campaign", "err", err)
 				sleepCtx(ctx, time.Second)
 			}
 			continue
 		}
-		key, rev := el.Key(), el.Rev()
 		leadCtx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {
-			case <-sess.Done():
+			case <-lead.Done():
 			case <-leadCtx.Done():
 			}
 			cancel()
 		}()
+		fenceCond := lead.Fence()
 		c.mu.Lock()
 		c.mu.leading = true
-		c.mu.fence = func() []clientv3.Cmp {
-			return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", rev)}
-		}
+		c.mu.fence = func() []metakv.Cond { return []metakv.Cond{fenceCond} }
 		c.mu.Unlock()
 		log.Info("became controller")
 		c.lead(leadCtx)
@@ -196,22 +182,14 @@ func (c *Controller) Run(ctx context.Context) {
 		c.mu.Unlock()
 		log.Info("stopped being controller")
 		resign, stop := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = el.Resign(resign)
+		_ = lead.Resign(resign)
 		stop()
-		_ = sess.Close()
 	}
 }
 
 // ControllerNode returns the node that leads, 0 if none.
-func ControllerNode(ctx context.Context, cli *clientv3.Client, prefix string) (uint64, error) {
-	resp, err := cli.Get(ctx, prefix+"controller/", clientv3.WithFirstCreate()...)
-	if err != nil {
-		return 0, err
-	}
-	if len(resp.Kvs) == 0 {
-		return 0, nil
-	}
-	return strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64)
+func ControllerNode(ctx context.Context, ops *cluster.Operations) (uint64, error) {
+	return ops.Controller(ctx)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -254,7 +232,7 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 	// Members: note when a node went away.
 	for id, m := range st.Members {
 		if _, live := st.Nodes[id]; !live && m.DownSince.IsZero() && !m.Decommissioned {
-			if err := cluster.UpdateMember(ctx, c.cli, c.cfg.Meta.Prefix(), id, func(m *cluster.Member) bool {
+			if err := c.cfg.Meta.UpdateMember(ctx, id, func(m *cluster.Member) bool {
 				if !m.DownSince.IsZero() {
 					return false
 				}
@@ -279,7 +257,7 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 		}
 	}
 	reports := c.collect(ctx, st, sizeCheck)
-	ops, err := ListOperations(ctx, c.cli, c.cfg.Meta.Prefix())
+	ops, err := ListOperations(ctx, c.store.ops)
 	if err != nil {
 		log.Warn("list operations", "err", err)
 		return
@@ -554,7 +532,7 @@ func (c *Controller) collectGarbage(ctx context.Context, ops []*Operation) []*Op
 		}
 		finished++
 		if finished > keep {
-			_, _ = c.cli.Delete(ctx, c.store.key(op.ID))
+			_ = c.store.ops.Delete(ctx, op.ID, c.fenceConds()...)
 			continue
 		}
 		out = append(out, op)
@@ -589,6 +567,15 @@ func (c *Controller) fence() fence {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.mu.fence
+}
+
+// fenceConds returns the conditions of the current fence (none when not
+// leading).
+func (c *Controller) fenceConds() []metakv.Cond {
+	if f := c.fence(); f != nil {
+		return f()
+	}
+	return nil
 }
 
 // schedule starts pending and resumed operations that do not conflict with

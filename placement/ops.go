@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 )
 
 // Operation kinds.
@@ -124,33 +122,31 @@ func (o *Operation) String() string {
 // controller (its election key is gone).
 var ErrNotController = errors.New("placement: not the controller")
 
-// opStore persists operations under <prefix>ops/. Writes from the
-// controller are fenced by its election key, so a deposed controller can
+// opStore persists operations (cluster.Operations) as JSON. Writes from
+// the controller are fenced by its election, so a deposed controller can
 // never overwrite its successor's decisions.
 type opStore struct {
-	cli    *clientv3.Client
-	prefix string
+	ops *cluster.Operations
 }
 
-func (s *opStore) key(id uint64) string { return fmt.Sprintf("%sops/%020d", s.prefix, id) }
+// fence returns the conditions that hold while the writer leads.
+type fence func() []metakv.Cond
 
-// fence is a comparison that holds while the writer leads.
-type fence func() []clientv3.Cmp
-
-// get reads one operation as it is now, nil if it does not exist.
-func (s *opStore) get(ctx context.Context, id uint64) (*Operation, error) {
-	resp, err := s.cli.Get(ctx, s.key(id))
-	if err != nil {
-		return nil, fmt.Errorf("read operation %d: %w", id, err)
-	}
-	if len(resp.Kvs) == 0 {
-		return nil, nil
-	}
+func decodeOperation(id uint64, raw []byte) (*Operation, error) {
 	op := &Operation{}
-	if err := json.Unmarshal(resp.Kvs[0].Value, op); err != nil {
+	if err := json.Unmarshal(raw, op); err != nil {
 		return nil, fmt.Errorf("decode operation %d: %w", id, err)
 	}
 	return op, nil
+}
+
+// get reads one operation as it is now, nil if it does not exist.
+func (s *opStore) get(ctx context.Context, id uint64) (*Operation, error) {
+	raw, ok, err := s.ops.Get(ctx, id)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return decodeOperation(id, raw)
 }
 
 func (s *opStore) save(ctx context.Context, f fence, op *Operation) error {
@@ -159,15 +155,15 @@ func (s *opStore) save(ctx context.Context, f fence, op *Operation) error {
 	if err != nil {
 		return err
 	}
-	var cmps []clientv3.Cmp
+	var cmps []metakv.Cond
 	if f != nil {
 		cmps = f()
 	}
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(s.key(op.ID), string(raw))).Commit()
+	ok, err := s.ops.Put(ctx, op.ID, raw, cmps...)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", op, err)
 	}
-	if !resp.Succeeded {
+	if !ok {
 		return fmt.Errorf("save %s: %w", op, ErrNotController)
 	}
 	return nil
@@ -175,26 +171,26 @@ func (s *opStore) save(ctx context.Context, f fence, op *Operation) error {
 
 // Submit persists a new pending operation for the controller to run (an
 // operator's request through the admin API).
-func Submit(ctx context.Context, cli *clientv3.Client, prefix string, op *Operation) error {
-	id, err := cluster.AllocateID(ctx, cli, prefix, "op", 1)
+func Submit(ctx context.Context, ops *cluster.Operations, op *Operation) error {
+	id, err := ops.NewID(ctx)
 	if err != nil {
 		return err
 	}
 	op.ID, op.State, op.Created = id, StatePending, time.Now().UTC()
-	return (&opStore{cli: cli, prefix: prefix}).save(ctx, nil, op)
+	return (&opStore{ops: ops}).save(ctx, nil, op)
 }
 
-// List returns all operations, newest first.
-func ListOperations(ctx context.Context, cli *clientv3.Client, prefix string) ([]*Operation, error) {
-	resp, err := cli.Get(ctx, prefix+"ops/", clientv3.WithPrefix())
+// ListOperations returns all operations, newest first.
+func ListOperations(ctx context.Context, ops *cluster.Operations) ([]*Operation, error) {
+	raws, err := ops.List(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list operations: %w", err)
+		return nil, err
 	}
-	var out []*Operation
-	for _, kv := range resp.Kvs {
-		op := &Operation{}
-		if err := json.Unmarshal(kv.Value, op); err != nil {
-			return nil, fmt.Errorf("operation %s: %w", strings.TrimPrefix(string(kv.Key), prefix), err)
+	out := make([]*Operation, 0, len(raws))
+	for id, raw := range raws {
+		op, err := decodeOperation(id, raw)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, op)
 	}
@@ -203,17 +199,13 @@ func ListOperations(ctx context.Context, cli *clientv3.Client, prefix string) ([
 }
 
 // GetOperation returns one operation.
-func GetOperation(ctx context.Context, cli *clientv3.Client, prefix string, id uint64) (*Operation, error) {
-	resp, err := cli.Get(ctx, (&opStore{prefix: prefix}).key(id))
+func GetOperation(ctx context.Context, ops *cluster.Operations, id uint64) (*Operation, error) {
+	op, err := (&opStore{ops: ops}).get(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("get operation %d: %w", id, err)
+		return nil, err
 	}
-	if len(resp.Kvs) == 0 {
+	if op == nil {
 		return nil, fmt.Errorf("operation %d does not exist", id)
-	}
-	op := &Operation{}
-	if err := json.Unmarshal(resp.Kvs[0].Value, op); err != nil {
-		return nil, fmt.Errorf("operation %d: %w", id, err)
 	}
 	return op, nil
 }

@@ -14,7 +14,6 @@ import (
 // move. Children are persisted in the parent, so a new controller resumes
 // waiting for them instead of planning twice.
 func (c *Controller) runParent(ctx context.Context, op *Operation) error {
-	prefix := c.cfg.Meta.Prefix()
 	draining := op.Kind == KindDrain || op.Kind == KindDecommission
 	if draining {
 		m := c.cfg.Meta.State().Members[op.Node]
@@ -36,7 +35,7 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 			if err := c.progress(ctx, op, stepMarkDraining, StateDone, "no new replicas go to the node", 0); err != nil {
 				return err
 			}
-			if err := cluster.UpdateMember(ctx, c.cli, prefix, op.Node, func(m *cluster.Member) bool {
+			if err := c.cfg.Meta.UpdateMember(ctx, op.Node, func(m *cluster.Member) bool {
 				if m.Draining {
 					return false
 				}
@@ -55,7 +54,7 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 		// Wait for the children of the previous round.
 		done, failed := 0, 0
 		for _, id := range op.Children {
-			child, err := GetOperation(ctx, c.cli, prefix, id)
+			child, err := GetOperation(ctx, c.store.ops, id)
 			if err != nil {
 				return err
 			}
@@ -132,7 +131,7 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 		}
 	}
 	if op.Kind == KindDecommission {
-		if err := cluster.UpdateMember(ctx, c.cli, prefix, op.Node, func(m *cluster.Member) bool {
+		if err := c.cfg.Meta.UpdateMember(ctx, op.Node, func(m *cluster.Member) bool {
 			m.Decommissioned = true
 			return true
 		}); err != nil {
@@ -150,7 +149,7 @@ const stepMarkDraining = "mark draining"
 // from etcd rather than the possibly lagging local state.
 func (c *Controller) markedDraining(ctx context.Context, node uint64) (bool, error) {
 	marked := false
-	err := cluster.UpdateMember(ctx, c.cli, c.cfg.Meta.Prefix(), node, func(m *cluster.Member) bool {
+	err := c.cfg.Meta.UpdateMember(ctx, node, func(m *cluster.Member) bool {
 		marked = m.Draining
 		return false
 	})

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 )
 
 // TestScheduleRunsFromStoredState is the regression test of the double
@@ -38,7 +39,7 @@ func TestScheduleRunsFromStoredState(t *testing.T) {
 	// A controller with no cluster behind it: executing an operation would
 	// touch its missing metadata and router, so any execution fails the
 	// test by panicking.
-	c := &Controller{cfg: ControllerConfig{Logger: slog.New(slog.DiscardHandler)}, cli: cli, store: &opStore{cli: cli, prefix: "/test/"}}
+	c := &Controller{cfg: ControllerConfig{Logger: slog.New(slog.DiscardHandler)}, store: &opStore{ops: cluster.NewOperations(metakv.NewEtcd(cli, "/test/"))}}
 	c.mu.running = map[uint64]*Operation{}
 	c.mu.busy = map[uint64]uint64{}
 

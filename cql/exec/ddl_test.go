@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/cqltype"
 	"github.com/cosmosd/cosmosd/schema"
 )
@@ -17,6 +18,14 @@ import (
 // ddlExecutor returns an executor over a real embedded etcd, without a
 // router (DDL and virtual tables only), with the keyspace ks.
 func ddlExecutor(t *testing.T) (*Executor, *cluster.Meta) {
+	t.Helper()
+	e, meta, _ := ddlExecutorKV(t)
+	return e, meta
+}
+
+// ddlExecutorKV is ddlExecutor that also returns the metadata store, for
+// tests that write records directly.
+func ddlExecutorKV(t *testing.T) (*Executor, *cluster.Meta, metakv.Store) {
 	t.Helper()
 	etcd, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
 	if err != nil {
@@ -28,7 +37,8 @@ func ddlExecutor(t *testing.T) (*Executor, *cluster.Meta) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	meta, err := cluster.OpenMeta(context.Background(), cli, cluster.DefaultPrefix, nil)
+	kv := metakv.NewEtcd(cli, cluster.DefaultPrefix)
+	meta, err := cluster.OpenMeta(context.Background(), kv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +47,7 @@ func ddlExecutor(t *testing.T) (*Executor, *cluster.Meta) {
 	e := New(Config{NodeID: 1, Meta: meta, Catalog: catalog, Placer: &fuzzPlacer{catalog: catalog},
 		Local: LocalNode{HostID: "8f3b9e52-7c0e-4a55-9d7a-1f2e3d4c5b6a", Datacenter: "dc1", Rack: "r1"}})
 	runSteps(t, e, []step{{q: "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", want: "ok"}})
-	return e, meta
+	return e, meta, kv
 }
 
 // What cosmosd cannot store is refused up front with Invalid, and every
@@ -149,7 +159,7 @@ func TestCosmosTableOptions(t *testing.T) {
 // more (a custom column type) can still be dropped, alone or with its
 // keyspace (issue 15).
 func TestDropUndecodableTable(t *testing.T) {
-	e, meta := ddlExecutor(t)
+	e, meta, kv := ddlExecutorKV(t)
 	runSteps(t, e, []step{
 		{q: "CREATE KEYSPACE ks2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", want: "ok"},
 		{q: "CREATE TABLE ks.t (k int PRIMARY KEY, v int)", want: "ok"},
@@ -157,13 +167,13 @@ func TestDropUndecodableTable(t *testing.T) {
 	})
 	ctx := context.Background()
 	for _, ks := range []string{"ks", "ks2"} {
-		key := cluster.DefaultPrefix + "catalog/tables/" + ks + "/t"
-		resp, err := meta.Client().Get(ctx, key)
-		if err != nil || len(resp.Kvs) != 1 {
+		key := "catalog/tables/" + ks + "/t"
+		rec, ok, err := kv.Get(ctx, key)
+		if err != nil || !ok {
 			t.Fatalf("stored table %s.t: %v", ks, err)
 		}
 		var def map[string]any
-		if err := json.Unmarshal(resp.Kvs[0].Value, &def); err != nil {
+		if err := json.Unmarshal(rec.Value, &def); err != nil {
 			t.Fatal(err)
 		}
 		cols := def["columns"].([]any)
@@ -172,11 +182,11 @@ func TestDropUndecodableTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		put, err := meta.Client().Put(ctx, key, string(raw))
+		rev, err := metakv.Do(ctx, kv, metakv.Put(key, raw))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := meta.WaitRevision(ctx, put.Header.Revision); err != nil {
+		if err := meta.WaitRevision(ctx, rev); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/partition"
@@ -446,11 +444,7 @@ func (e *Executor) dispatchStmt(ctx context.Context, sess *Session, stmt parser.
 func (e *Executor) catchUp() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	resp, err := e.cfg.Meta.Client().Get(ctx, e.cfg.Meta.Prefix()+"catalog/version", clientv3.WithCountOnly())
-	if err != nil {
-		return false
-	}
-	return e.cfg.Meta.WaitRevision(ctx, resp.Header.Revision) == nil
+	return e.cfg.Meta.CatchUp(ctx) == nil
 }
 
 // keyspaceExists reports whether a keyspace exists, catching up with etcd

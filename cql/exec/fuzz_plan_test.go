@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	cqlparser "github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/cqltype"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -162,7 +163,7 @@ func fuzzExecutor(tb testing.TB) *Executor {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	meta, err := cluster.OpenMeta(ctx, cli, cluster.DefaultPrefix, nil)
+	meta, err := cluster.OpenMeta(ctx, metakv.NewEtcd(cli, cluster.DefaultPrefix), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cosmosd/cosmosd/auth"
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 )
 
 // authExecutor returns an executor with authorization on (RequireAuth),
@@ -32,7 +33,7 @@ func authExecutor(t *testing.T) (*Executor, *cluster.Meta) {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	ctx := context.Background()
-	meta, err := cluster.OpenMeta(ctx, cli, cluster.DefaultPrefix, nil)
+	meta, err := cluster.OpenMeta(ctx, metakv.NewEtcd(cli, cluster.DefaultPrefix), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

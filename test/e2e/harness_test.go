@@ -15,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/placement"
 	"github.com/cosmosd/cosmosd/test/blackbox"
 	"github.com/cosmosd/cosmosd/test/dockertest"
@@ -381,14 +383,14 @@ func (c *Cluster) NodeSession(t testing.TB, n *Container) *gocql.Session {
 func (c *Cluster) ControllerNode() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return placement.ControllerNode(ctx, c.etcd, etcdPrefix)
+	return placement.ControllerNode(ctx, cluster.NewOperations(metakv.NewEtcd(c.etcd, etcdPrefix)))
 }
 
 // Operations lists the placement operations.
 func (c *Cluster) Operations() ([]*placement.Operation, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return placement.ListOperations(ctx, c.etcd, etcdPrefix)
+	return placement.ListOperations(ctx, cluster.NewOperations(metakv.NewEtcd(c.etcd, etcdPrefix)))
 }
 
 // etcdMemberOK reports whether an etcd member answers and knows a leader.

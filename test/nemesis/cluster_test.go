@@ -21,6 +21,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/placement"
 	"github.com/cosmosd/cosmosd/test/blackbox"
 	"github.com/cosmosd/cosmosd/test/dockertest"
@@ -474,7 +476,7 @@ func (c *Cluster) Ring() ([]blackbox.Partition, error) { return c.ctl().Ring() }
 func (c *Cluster) Operations() ([]*placement.Operation, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return placement.ListOperations(ctx, c.etcd, etcdPrefix)
+	return placement.ListOperations(ctx, cluster.NewOperations(metakv.NewEtcd(c.etcd, etcdPrefix)))
 }
 
 // etcdMemberOK reports whether an etcd member answers and knows a leader.
