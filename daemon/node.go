@@ -19,8 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/cosmosd/cosmosd/admin"
@@ -55,7 +53,7 @@ type Node struct {
 	id     uint64
 
 	embedded *cluster.Embedded
-	etcd     *clientv3.Client
+	etcd     *cluster.EtcdClient
 	// metaKV is the metadata store on etcd, under the configured prefix.
 	metaKV   metakv.Store
 	store    *storage.Engine
@@ -88,13 +86,6 @@ type Node struct {
 	ready  atomic.Bool
 	killed atomic.Bool
 	cancel context.CancelFunc
-	// cancelEtcd cancels the etcd client's own context (client.Ctx()),
-	// which etcd's client library uses for calls it makes without a
-	// caller's context: Election.Campaign resigns with it when its
-	// context ends, so with etcd gone a campaigning controller waited for
-	// it forever (reliability issue: SIGTERM hung in bg.Wait). Close
-	// cancels it together with cancel.
-	cancelEtcd context.CancelFunc
 	// stopCtrl cancels the controller's context (a child of cancel's).
 	stopCtrl  context.CancelFunc
 	bg        sync.WaitGroup
@@ -211,25 +202,15 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		endpoints = n.embedded.Endpoints()
 		logger.Info("started embedded etcd", "endpoints", strings.Join(endpoints, ","))
 	}
-	// Keepalives find a connection to a member that vanished (host down,
-	// network cut) within seconds. Without them the client keeps using the
-	// silent connection until TCP gives up: a node cut off from the network
-	// for a minute could not register, watch or run DDL for about another
-	// minute after the network came back (test/e2e, disconnect scenario).
-	// 5s is the etcd server's default minimum ping interval.
-	etcdCtx, cancelEtcd := context.WithCancel(context.Background())
-	n.cancelEtcd = cancelEtcd
 	etcdOpts, etcdProbe := n.etcdDialOptions()
-	n.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop(), Context: etcdCtx,
-		DialOptions: etcdOpts})
+	n.etcd, err = cluster.DialEtcd(cluster.EtcdClientConfig{Endpoints: endpoints, Prefix: cfg.EtcdPrefix, DialOptions: etcdOpts})
 	if err != nil {
-		return nil, fmt.Errorf("etcd client: %w", err)
+		return nil, err
 	}
 	if err := n.checkEtcd(ctx, endpoints, etcdProbe); err != nil {
 		return nil, err
 	}
-	n.metaKV = metakv.NewEtcd(n.etcd, cfg.EtcdPrefix)
+	n.metaKV = n.etcd.Store()
 	// The store opens before the id is known: the id is bound to it
 	// (nodeid.go).
 	storeCfg := storage.Config{Dir: filepath.Join(cfg.DataDir, "store"), Logger: n.logger}

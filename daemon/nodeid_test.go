@@ -83,7 +83,7 @@ func TestBindNodeID(t *testing.T) {
 				_, _ = f.Write([]byte(tc.file))
 				_ = f.Close()
 			}
-			n := &Node{cfg: Config{DataDir: dir, EtcdPrefix: prefix}, logger: slog.New(slog.DiscardHandler), etcd: cli, metaKV: metakv.NewEtcd(cli, prefix), store: st}
+			n := &Node{cfg: Config{DataDir: dir, EtcdPrefix: prefix}, logger: slog.New(slog.DiscardHandler), metaKV: metakv.NewEtcd(cli, prefix), store: st}
 			id, err := n.bindNodeID(ctx)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

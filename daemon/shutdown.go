@@ -162,8 +162,10 @@ func (n *Node) close(ctx context.Context) error {
 	if n.cancel != nil {
 		n.cancel()
 	}
-	if n.cancelEtcd != nil {
-		n.cancelEtcd()
+	if n.etcd != nil {
+		// The etcd client's own calls (an election's resign) end
+		// with the node's (cluster.DialEtcd).
+		n.etcd.CancelPending()
 	}
 	// stopGRPC lets running calls finish for up to grace. Peer streams
 	// (raft transport from other nodes) never finish on their own, so the

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -207,7 +206,7 @@ func (n *Node) checkEtcd(ctx context.Context, endpoints []string, probe *connPro
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, etcdAttemptTimeout)
 		// Serializable: any member answers, with or without a leader.
-		_, err := n.etcd.Get(actx, n.cfg.EtcdPrefix, clientv3.WithSerializable(), clientv3.WithCountOnly())
+		err := n.etcd.Ping(actx)
 		cancel()
 		if err == nil {
 			return nil
