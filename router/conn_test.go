@@ -28,7 +28,7 @@ func dialTest(t *testing.T, addr string) *nodeConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cc.Close() })
-	return &nodeConn{addr: addr, conn: cc, kv: kvpb.NewInternalClient(cc)}
+	return newNodeConn(t.Context(), addr, cc)
 }
 
 // blackHole accepts TCP connections and never answers, as a host whose

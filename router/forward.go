@@ -346,7 +346,7 @@ func streamErr(err error) error {
 
 // forwardWrite forwards a write on the stream, falling back to a unary
 // call on a node that does not serve it.
-func (r *Router) forwardWrite(ctx context.Context, c *nodeConn, req *kvpb.WriteRequest) (*kvpb.WriteResponse, bool, error) {
+func (c *nodeConn) forwardWrite(ctx context.Context, req *kvpb.WriteRequest) (*kvpb.WriteResponse, bool, error) {
 	resp, sent, err := c.fwd.call(ctx, &kvpb.ForwardRequest{Request: &kvpb.ForwardRequest_Write{Write: req}})
 	if errors.Is(err, errForwardUnsupported) {
 		resp, err := c.kv.Write(ctx, req)
@@ -368,7 +368,7 @@ func (r *Router) forwardWrite(ctx context.Context, c *nodeConn, req *kvpb.WriteR
 }
 
 // forwardRead is forwardWrite's twin for reads.
-func (r *Router) forwardRead(ctx context.Context, c *nodeConn, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
+func (c *nodeConn) forwardRead(ctx context.Context, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
 	resp, _, err := c.fwd.call(ctx, &kvpb.ForwardRequest{Request: &kvpb.ForwardRequest_Read{Read: req}})
 	if errors.Is(err, errForwardUnsupported) {
 		resp, err := c.kv.Read(ctx, req)

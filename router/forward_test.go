@@ -43,8 +43,13 @@ func (s *forwardServer) Write(_ context.Context, req *kvpb.WriteRequest) (*kvpb.
 	return &kvpb.WriteResponse{BytesWritten: int64(req.GetPartitionId())}, nil
 }
 
+func (s *forwardServer) Read(_ context.Context, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
+	s.unary.Add(1)
+	return &kvpb.ReadResponse{RequestUnits: float64(req.GetPartitionId())}, nil
+}
+
 // startForward serves s and returns a router connection to it.
-func startForward(t *testing.T, s *forwardServer) (*Router, *nodeConn) {
+func startForward(t *testing.T, s *forwardServer) *nodeConn {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,11 +59,7 @@ func startForward(t *testing.T, s *forwardServer) (*Router, *nodeConn) {
 	kvpb.RegisterInternalServer(srv, s)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
-	r := New(Config{NodeID: 1, ProbeInterval: -1})
-	t.Cleanup(r.Close)
-	c := dialTest(t, ln.Addr().String())
-	c.fwd = &forwarder{client: c.kv, conn: c, ctx: r.ctx}
-	return r, c
+	return dialTest(t, ln.Addr().String())
 }
 
 // echo answers a write with its partition id in BytesWritten and a read
@@ -74,7 +75,7 @@ func echo(_ context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
 // Many callers share one stream and each gets its own answer, large
 // requests included (a batch over the size bound is split).
 func TestForwardMultiplexes(t *testing.T) {
-	r, c := startForward(t, &forwardServer{handle: echo})
+	c := startForward(t, &forwardServer{handle: echo})
 	big := strings.Repeat("x", maxForwardBatchBytes/3)
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
@@ -88,7 +89,7 @@ func TestForwardMultiplexes(t *testing.T) {
 				if i%20 == 0 {
 					req.Mutations = []*kvpb.Mutation{{Pk: []byte(big)}}
 				}
-				resp, sent, err := r.forwardWrite(ctx, c, req)
+				resp, sent, err := c.forwardWrite(ctx, req)
 				switch {
 				case err != nil || !sent:
 					errs <- fmt.Errorf("write %d: sent %v, %v", id, sent, err)
@@ -97,7 +98,7 @@ func TestForwardMultiplexes(t *testing.T) {
 				}
 				return
 			}
-			resp, err := r.forwardRead(ctx, c, &kvpb.ReadRequest{PartitionId: id})
+			resp, err := c.forwardRead(ctx, &kvpb.ReadRequest{PartitionId: id})
 			switch {
 			case err != nil:
 				errs <- fmt.Errorf("read %d: %v", id, err)
@@ -125,7 +126,7 @@ func TestForwardMultiplexes(t *testing.T) {
 func TestForwardCancelReachesServer(t *testing.T) {
 	started := make(chan struct{})
 	canceled := make(chan struct{})
-	r, c := startForward(t, &forwardServer{handle: func(ctx context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
+	c := startForward(t, &forwardServer{handle: func(ctx context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
 		close(started)
 		<-ctx.Done()
 		close(canceled)
@@ -136,7 +137,7 @@ func TestForwardCancelReachesServer(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	_, sent, err := r.forwardWrite(ctx, c, &kvpb.WriteRequest{PartitionId: 1})
+	_, sent, err := c.forwardWrite(ctx, &kvpb.WriteRequest{PartitionId: 1})
 	if status.Code(err) != codes.Canceled || !sent {
 		t.Fatalf("canceled write: sent %v, err %v; want sent, Canceled", sent, err)
 	}
@@ -151,7 +152,7 @@ func TestForwardCancelReachesServer(t *testing.T) {
 // context ends when the caller's time is up, not later.
 func TestForwardCarriesDeadline(t *testing.T) {
 	got := make(chan time.Duration, 1)
-	r, c := startForward(t, &forwardServer{handle: func(ctx context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
+	c := startForward(t, &forwardServer{handle: func(ctx context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
 		dl, ok := ctx.Deadline()
 		if !ok {
 			got <- -1
@@ -162,7 +163,7 @@ func TestForwardCarriesDeadline(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := r.forwardRead(ctx, c, &kvpb.ReadRequest{PartitionId: 1}); err != nil {
+	if _, err := c.forwardRead(ctx, &kvpb.ReadRequest{PartitionId: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if d := <-got; d <= 0 || d > 3*time.Second {
@@ -174,7 +175,7 @@ func TestForwardCarriesDeadline(t *testing.T) {
 // handler's panic into this; see TestServeForwardedRecovers) fails alone
 // with an internal error; the stream and the other requests carry on.
 func TestForwardFailureIsInternal(t *testing.T) {
-	r, c := startForward(t, &forwardServer{handle: func(ctx context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
+	c := startForward(t, &forwardServer{handle: func(ctx context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
 		if req.GetWrite().GetPartitionId() == 13 {
 			return &kvpb.ForwardResponse{Id: req.GetId(), Failure: "forwarded request panicked: boom"}
 		}
@@ -182,11 +183,11 @@ func TestForwardFailureIsInternal(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _, err := r.forwardWrite(ctx, c, &kvpb.WriteRequest{PartitionId: 13})
+	_, _, err := c.forwardWrite(ctx, &kvpb.WriteRequest{PartitionId: 13})
 	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("failed request: %v, want Internal naming the failure", err)
 	}
-	resp, _, err := r.forwardWrite(ctx, c, &kvpb.WriteRequest{PartitionId: 14})
+	resp, _, err := c.forwardWrite(ctx, &kvpb.WriteRequest{PartitionId: 14})
 	if err != nil || resp.GetBytesWritten() != 14 {
 		t.Fatalf("request after the failure: %v %v", resp, err)
 	}
@@ -213,17 +214,24 @@ func TestServeForwardedRecovers(t *testing.T) {
 // calls: nothing ran on the stream, so nothing runs twice.
 func TestForwardFallsBackToUnary(t *testing.T) {
 	s := &forwardServer{noFwd: true}
-	r, c := startForward(t, s)
+	c := startForward(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := range 3 {
-		resp, sent, err := r.forwardWrite(ctx, c, &kvpb.WriteRequest{PartitionId: uint64(i + 5)})
+		resp, sent, err := c.forwardWrite(ctx, &kvpb.WriteRequest{PartitionId: uint64(i + 5)})
 		if err != nil || !sent || resp.GetBytesWritten() != int64(i+5) {
 			t.Fatalf("write %d to an old node: %v sent %v %v", i, resp, sent, err)
 		}
 	}
 	if n := s.unary.Load(); n != 3 {
 		t.Fatalf("%d unary writes, want 3 (each exactly once)", n)
+	}
+	resp, err := c.forwardRead(ctx, &kvpb.ReadRequest{PartitionId: 9})
+	if err != nil || resp.GetRequestUnits() != 9 {
+		t.Fatalf("read from an old node: %v %v", resp, err)
+	}
+	if n := s.unary.Load(); n != 4 {
+		t.Fatalf("%d unary calls after the read, want 4", n)
 	}
 }
 
@@ -242,12 +250,12 @@ func TestForwardStreamBreak(t *testing.T) {
 		}
 		return echo(ctx, req)
 	}}
-	r, c := startForward(t, s)
+	c := startForward(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, sent, err := r.forwardWrite(ctx, c, &kvpb.WriteRequest{PartitionId: 1})
+		_, sent, err := c.forwardWrite(ctx, &kvpb.WriteRequest{PartitionId: 1})
 		if err == nil || !sent {
 			done <- fmt.Errorf("write on a broken stream: sent %v, err %v; want sent and an error", sent, err)
 			return
@@ -269,7 +277,7 @@ func TestForwardStreamBreak(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	resp, _, err := r.forwardWrite(ctx, c, &kvpb.WriteRequest{PartitionId: 2})
+	resp, _, err := c.forwardWrite(ctx, &kvpb.WriteRequest{PartitionId: 2})
 	if err != nil || resp.GetBytesWritten() != 2 {
 		t.Fatalf("write after the break: %v %v", resp, err)
 	}

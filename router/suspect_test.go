@@ -179,8 +179,8 @@ func pingedNode(t *testing.T, ps *pingServer, cfg Config) (*Router, *nodeConn) {
 	t.Cleanup(r.Close)
 	c := dialTest(t, ln.Addr().String())
 	c.heard()
-	r.connMu.Lock()
-	r.conns[7] = c
-	r.connMu.Unlock()
+	r.pool.mu.Lock()
+	r.pool.mu.conns[7] = c
+	r.pool.mu.Unlock()
 	return r, c
 }
