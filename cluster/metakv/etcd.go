@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -150,7 +151,7 @@ func (s *etcdStore) Txn(ctx context.Context, t Txn) (TxnResult, error) {
 	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	if err != nil {
-		return TxnResult{}, err
+		return TxnResult{}, leaseErr(err) // a put with a gone lease
 	}
 	res := TxnResult{Succeeded: resp.Succeeded, Revision: resp.Header.Revision}
 	branch := t.Then
@@ -276,18 +277,47 @@ func (s *etcdStore) Revoke(ctx context.Context, id LeaseID) error {
 }
 
 func (s *etcdStore) Campaign(ctx context.Context, election, value string, ttl time.Duration) (Leadership, error) {
-	sess, err := concurrency.NewSession(s.cli, concurrency.WithTTL(int(ttlSeconds(ttl))), concurrency.WithContext(ctx))
+	// The lease is granted with the caller's context, so a campaign
+	// against an unreachable etcd ends with ctx. The session then lives
+	// on a context of its own, which only Resign (or a failed campaign)
+	// ends: ctx bounds the wait, not the holding.
+	lease, err := s.cli.Grant(ctx, ttlSeconds(ttl))
 	if err != nil {
 		return nil, fmt.Errorf("election %s: session: %w", election, err)
 	}
+	sctx, stop := context.WithCancel(context.Background())
+	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(ttlSeconds(ttl))), concurrency.WithContext(sctx))
+	if err != nil {
+		stop()
+		revokeCtx, cancel := context.WithTimeout(context.Background(), ttl)
+		_, _ = s.cli.Revoke(revokeCtx, lease.ID)
+		cancel()
+		return nil, fmt.Errorf("election %s: session: %w", election, err)
+	}
+	fail := func(err error) (Leadership, error) {
+		_ = sess.Close()
+		stop()
+		return nil, fmt.Errorf("election %s: campaign: %w", election, err)
+	}
 	el := concurrency.NewElection(sess, s.key(election))
 	if err := el.Campaign(ctx, value); err != nil {
-		_ = sess.Close()
-		return nil, fmt.Errorf("election %s: campaign: %w", election, err)
+		return fail(err)
+	}
+	// etcd's Campaign waits only for the candidates ahead of this one
+	// to go; it never checks that this one's own key survived the wait.
+	// A session lost meanwhile (its lease expired) would return a
+	// holding of nothing.
+	own, err := s.cli.Get(ctx, el.Key())
+	if err != nil {
+		return fail(err)
+	}
+	if len(own.Kvs) == 0 || own.Kvs[0].CreateRevision != el.Rev() {
+		return fail(fmt.Errorf("session lost while waiting: %w", ErrLeaseNotFound))
 	}
 	return &etcdLeadership{
 		sess:  sess,
 		el:    el,
+		stop:  stop,
 		fence: CreatedAt(strings.TrimPrefix(el.Key(), s.prefix), el.Rev()),
 	}, nil
 }
@@ -295,15 +325,25 @@ func (s *etcdStore) Campaign(ctx context.Context, election, value string, ttl ti
 type etcdLeadership struct {
 	sess  *concurrency.Session
 	el    *concurrency.Election
+	stop  context.CancelFunc // ends the session's context
 	fence Cond
+
+	resigned atomic.Bool
 }
 
 func (l *etcdLeadership) Fence() Cond           { return l.fence }
 func (l *etcdLeadership) Done() <-chan struct{} { return l.sess.Done() }
 
 func (l *etcdLeadership) Resign(ctx context.Context) error {
+	if l.resigned.Swap(true) {
+		return fmt.Errorf("resign: session already closed: %w", ErrLeaseNotFound)
+	}
 	err := l.el.Resign(ctx)
-	return errors.Join(err, l.sess.Close())
+	// Close revokes the lease under the session's context (bounded by
+	// the TTL), so it is ended only afterwards.
+	err = errors.Join(err, leaseErr(l.sess.Close()))
+	l.stop()
+	return err
 }
 
 func (s *etcdStore) Leader(ctx context.Context, election string) (string, bool, error) {

@@ -32,8 +32,11 @@
 //
 // Transactions. Txn evaluates all its conditions at one revision and then
 // applies Then (all held) or Else, atomically: every other reader sees all
-// of the branch's writes or none. Reads inside a branch see the store as of
-// before the branch's writes.
+// of the branch's writes or none. A branch's operations apply in order: a
+// read sees the writes of the operations before it. A branch may not write
+// one key twice (a put and a delete of it included), and each branch holds
+// at most 128 operations (etcd's default --max-txn-ops): both are refused
+// with an error. Deleting an absent key writes nothing.
 //
 // Watches. Watch delivers every change to keys under a prefix made after
 // fromRev, in revision order; the events of one revision are never split
@@ -44,14 +47,18 @@
 //
 // Leases. A key put with a lease is deleted when the lease expires (its TTL
 // passed without a renewal) or is revoked; all of a lease's keys go in one
-// revision. Renewing an expired or revoked lease fails with
-// ErrLeaseNotFound.
+// revision. Renewing, revoking or putting with an expired or revoked lease
+// fails with ErrLeaseNotFound (KeepAlive returns a channel that closes).
+// etcd enforces a minimum TTL (2s for the embedded etcd).
 //
 // Elections. Campaign blocks until the caller holds the named election: at
-// most one live holder at a time, in order of arrival. The holding lasts
-// while its session lease is renewed; Done is closed when that lease is lost
-// and Fence is a condition that holds exactly while this holding stands, so
-// a writer fenced by it can never overwrite a successor's decisions.
+// most one live holder at a time, in order of arrival. Campaign's context
+// bounds the wait only. The holding lasts while its session lease is
+// renewed, until Resign; Done is closed when that lease is lost and Fence
+// is a condition that holds exactly while this holding stands, so a writer
+// fenced by it can never overwrite a successor's decisions. A candidate
+// whose session is lost while it waits gets an error (ErrLeaseNotFound),
+// never a holding of nothing.
 package metakv
 
 import (
