@@ -315,6 +315,7 @@ func (s *etcdStore) Campaign(ctx context.Context, election, value string, ttl ti
 		return fail(fmt.Errorf("session lost while waiting: %w", ErrLeaseNotFound))
 	}
 	return &etcdLeadership{
+		cli:   s.cli,
 		sess:  sess,
 		el:    el,
 		stop:  stop,
@@ -323,6 +324,7 @@ func (s *etcdStore) Campaign(ctx context.Context, election, value string, ttl ti
 }
 
 type etcdLeadership struct {
+	cli   *clientv3.Client
 	sess  *concurrency.Session
 	el    *concurrency.Election
 	stop  context.CancelFunc // ends the session's context
@@ -339,10 +341,14 @@ func (l *etcdLeadership) Resign(ctx context.Context) error {
 		return fmt.Errorf("resign: session already closed: %w", ErrLeaseNotFound)
 	}
 	err := l.el.Resign(ctx)
-	// Close revokes the lease under the session's context (bounded by
-	// the TTL), so it is ended only afterwards.
-	err = errors.Join(err, leaseErr(l.sess.Close()))
+	// Ending the session's context stops the renewals; the lease is then
+	// revoked under the caller's context, so that Resign returns by ctx's
+	// end whatever etcd does (with etcd gone, the lease lapses after its
+	// TTL instead).
 	l.stop()
+	if _, rerr := l.cli.Revoke(ctx, l.sess.Lease()); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("revoke session lease: %w", leaseErr(rerr)))
+	}
 	return err
 }
 
