@@ -28,7 +28,7 @@ NEMESIS_SHORT    ?= 3m
 NEMESIS_TIMEOUT  ?= 60m
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-unit fuzz-smoke fuzz lint proto run bench bench-ycsb deps clean dist verify-unit e2e-ansible e2e e2e-clean nemesis
+.PHONY: all build test test-unit cover fuzz-smoke fuzz lint proto run bench bench-ycsb deps clean dist verify-unit e2e-ansible e2e e2e-clean nemesis
 
 all: build
 
@@ -83,6 +83,11 @@ e2e-ansible: deps
 
 test-unit:
 	$(GO) test -short -timeout 10m ./...
+
+# cover prints the unit-test coverage (go test -short, no etcd) of the
+# packages above consensus, and fails below COVER_MIN (75) percent.
+cover:
+	GO=$(GO) ./scripts/cover.sh
 
 fuzz-smoke:
 	./scripts/fuzz-smoke.sh $(FUZZTIME)

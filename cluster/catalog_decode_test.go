@@ -69,7 +69,7 @@ func poisonTable(t *testing.T, kv metakv.Store, m *Meta, ks, name string) {
 // logged once (not on every catalog change), and DROP TABLE and DROP
 // KEYSPACE still remove it with its ring (issue 15).
 func TestCatalogUndecodableTable(t *testing.T) {
-	kv, _ := etcd(t)
+	kv, _ := openMeta(t)
 	var logs syncBuffer
 	ctx := context.Background()
 	m, err := OpenMeta(ctx, kv, slog.New(slog.NewTextHandler(&logs, nil)))

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 
 	"context"
@@ -21,19 +22,29 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// etcd starts a real embedded etcd and returns the metadata store on it and
-// an open Meta.
-func etcd(t *testing.T) (metakv.Store, *Meta) {
+// openMeta returns an in-memory metadata store (metakv.Mem, which passes
+// the same conformance suite as etcd) and an open Meta on it.
+func openMeta(t *testing.T) (metakv.Store, *Meta) {
 	t.Helper()
-	_, kv, m := etcdClient(t)
+	kv := metakv.NewMem()
+	t.Cleanup(kv.Close)
+	m, err := OpenMeta(context.Background(), kv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
 	return kv, m
 }
 
-// etcdClient is etcd that also returns the etcd client, for the tests of
-// what only etcd does (its limits).
+// etcdClient starts a real embedded etcd and returns a client, the metadata
+// store on it and an open Meta, for the tests of what only etcd does (its
+// limits). It skips under -short, which runs without etcd.
 func etcdClient(t *testing.T) (*clientv3.Client, metakv.Store, *Meta) {
 	t.Helper()
-	e, err := StartEmbedded(EmbeddedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
+	if testing.Short() {
+		t.Skip("needs etcd; -short runs without it")
+	}
+	e, err := embedded.Start(embedded.Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +78,7 @@ func part(table, id uint64) *kvpb.Descriptor {
 }
 
 func TestCatalogDDLIsAtomicAndVisible(t *testing.T) {
-	_, m := etcd(t)
+	_, m := openMeta(t)
 	c := NewCatalog(m)
 	ctx := context.Background()
 	if err := c.EnsureSchemaVersion(ctx); err != nil {
@@ -134,7 +145,7 @@ func TestCatalogDDLIsAtomicAndVisible(t *testing.T) {
 }
 
 func TestAllocateIDIsUniqueUnderContention(t *testing.T) {
-	cli, _ := etcd(t)
+	cli, _ := openMeta(t)
 	var mu sync.Mutex
 	seen := map[uint64]bool{}
 	var wg sync.WaitGroup
@@ -166,7 +177,7 @@ func TestAllocateIDIsUniqueUnderContention(t *testing.T) {
 }
 
 func TestRegistrationLeaseAndMembers(t *testing.T) {
-	cli, m := etcd(t)
+	cli, m := openMeta(t)
 	ctx := context.Background()
 	info := NodeInfo{ID: 3, Name: "n3", CQLAddr: "127.0.0.1:9042", Labels: map[string]string{"zone": "z1"}}
 	reg, err := Register(ctx, cli, info, time.Second, nil)

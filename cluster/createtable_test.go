@@ -180,7 +180,7 @@ func keyspace(name string) *schema.Keyspace {
 // the keyspace does not) gives its ids back, large or small, so drivers
 // retrying it on every host burn none.
 func TestCreateTableFailureGivesIDsBack(t *testing.T) {
-	kv, m := etcd(t)
+	kv, m := openMeta(t)
 	c := NewCatalog(m)
 	ctx := context.Background()
 	if _, err := c.CreateKeyspace(ctx, keyspace("ks"), false); err != nil {
@@ -244,7 +244,7 @@ func TestCreateTableFailureGivesIDsBack(t *testing.T) {
 // node sees (the pending record hides it) and that CollectOrphanRings
 // deletes once the record's lease is gone; live tables keep theirs.
 func TestPartialRingIsHiddenThenCollected(t *testing.T) {
-	kv, m := etcd(t)
+	kv, m := openMeta(t)
 	c := NewCatalog(m)
 	ctx := context.Background()
 	if _, err := c.CreateKeyspace(ctx, keyspace("ks"), false); err != nil {

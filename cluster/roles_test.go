@@ -27,7 +27,7 @@ func waitAuth(t *testing.T, m *Meta, what string, ok func(*auth.State) bool) {
 }
 
 func TestRolesUpdateIsStoredAndWatched(t *testing.T) {
-	kv, m1 := etcd(t)
+	kv, m1 := openMeta(t)
 	m2, err := OpenMeta(context.Background(), kv, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestRolesUpdateIsStoredAndWatched(t *testing.T) {
 // Concurrent updates from two nodes all land: each runs as a transaction
 // that retries on a conflicting change.
 func TestRolesConcurrentUpdates(t *testing.T) {
-	kv, m1 := etcd(t)
+	kv, m1 := openMeta(t)
 	m2, err := OpenMeta(context.Background(), kv, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestRolesConcurrentUpdates(t *testing.T) {
 
 // A record that does not decode is skipped; the rest stays usable.
 func TestRolesUndecodableRecord(t *testing.T) {
-	kv, m := etcd(t)
+	kv, m := openMeta(t)
 	ctx := context.Background()
 	if err := NewRoles(m).Update(ctx, func(mu *auth.Mutable) error {
 		mu.PutRole(&auth.Role{Name: "good", Login: true})

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -43,7 +44,7 @@ func authNode(t *testing.T, endpoints []string, cfg Config, logs *logbuf.Buffer)
 
 func startEtcd(t *testing.T) []string {
 	t.Helper()
-	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
+	e, err := embedded.Start(embedded.Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"net"
 	"os"
 	"os/signal"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/security"
 )
 
@@ -367,7 +367,7 @@ wait:
 // embedded etcd: node i listens on 127.0.0.i, so every node has the
 // standard ports and drivers discover them all.
 type Demo struct {
-	Etcd  *cluster.Embedded
+	Etcd  *embedded.Server
 	Nodes []*Node
 }
 
@@ -404,7 +404,7 @@ func StartDemo(ctx context.Context, dataDir string, n int, consensus string, bas
 	}
 	d := &Demo{}
 	var err error
-	d.Etcd, err = cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: filepath.Join(dataDir, "etcd"), ClientAddr: "127.0.0.1:2379"})
+	d.Etcd, err = embedded.Start(embedded.Config{Dir: filepath.Join(dataDir, "etcd"), ClientAddr: "127.0.0.1:2379"})
 	if err != nil {
 		return nil, err
 	}
@@ -486,7 +486,7 @@ func etcdCommand(run func(start func(ctx context.Context) (stopper, error)) erro
 			if err := refuseArgs(c); err != nil {
 				return err
 			}
-			ecfg := cluster.EmbeddedConfig{
+			ecfg := embedded.Config{
 				Dir: c.String("data-dir"), Name: c.String("name"),
 				ClientAddr: c.String("listen-client"), PeerAddr: c.String("listen-peer"),
 				AdvertiseClientAddr: c.String("advertise-client"), AdvertisePeerAddr: c.String("advertise-peer"),
@@ -495,10 +495,10 @@ func etcdCommand(run func(start func(ctx context.Context) (stopper, error)) erro
 			}
 			if dir := c.String("certs-dir"); dir != "" {
 				f := security.NodeFiles(dir)
-				ecfg.TLS = &cluster.EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
+				ecfg.TLS = &embedded.TLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
 			}
 			return run(func(ctx context.Context) (stopper, error) {
-				e, err := cluster.StartEmbedded(ecfg)
+				e, err := embedded.Start(ecfg)
 				if err != nil {
 					return nil, err
 				}
@@ -509,6 +509,6 @@ func etcdCommand(run func(start func(ctx context.Context) (stopper, error)) erro
 	}
 }
 
-type embeddedStopper struct{ e *cluster.Embedded }
+type embeddedStopper struct{ e *embedded.Server }
 
 func (s embeddedStopper) Close(context.Context) error { s.e.Close(); return nil }

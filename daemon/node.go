@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"log/slog"
 	"net"
 	"net/http"
@@ -52,8 +53,8 @@ type Node struct {
 	logger *slog.Logger
 	id     uint64
 
-	embedded *cluster.Embedded
-	etcd     *cluster.EtcdClient
+	embedded *embedded.Server
+	etcd     *metakv.EtcdClient
 	// metaKV is the metadata store on etcd, under the configured prefix.
 	metaKV   metakv.Store
 	store    *storage.Engine
@@ -190,12 +191,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	endpoints := cfg.EtcdEndpoints
 	if len(endpoints) == 0 {
-		ecfg := cluster.EmbeddedConfig{Dir: filepath.Join(cfg.DataDir, "etcd"), ClientAddr: cfg.EmbeddedEtcdAddr, Name: cfg.Name}
+		ecfg := embedded.Config{Dir: filepath.Join(cfg.DataDir, "etcd"), ClientAddr: cfg.EmbeddedEtcdAddr, Name: cfg.Name}
 		if n.certs != nil {
 			f := n.certs.Files()
-			ecfg.TLS = &cluster.EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
+			ecfg.TLS = &embedded.TLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
 		}
-		n.embedded, err = cluster.StartEmbedded(ecfg)
+		n.embedded, err = embedded.Start(ecfg)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +204,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		logger.Info("started embedded etcd", "endpoints", strings.Join(endpoints, ","))
 	}
 	etcdOpts, etcdProbe := n.etcdDialOptions()
-	n.etcd, err = cluster.DialEtcd(cluster.EtcdClientConfig{Endpoints: endpoints, Prefix: cfg.EtcdPrefix, DialOptions: etcdOpts})
+	n.etcd, err = metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: endpoints, Prefix: cfg.EtcdPrefix, DialOptions: etcdOpts})
 	if err != nil {
 		return nil, err
 	}

@@ -164,7 +164,7 @@ func (n *Node) close(ctx context.Context) error {
 	}
 	if n.etcd != nil {
 		// The etcd client's own calls (an election's resign) end
-		// with the node's (cluster.DialEtcd).
+		// with the node's (metakv.DialEtcd).
 		n.etcd.CancelPending()
 	}
 	// stopGRPC lets running calls finish for up to grace. Peer streams

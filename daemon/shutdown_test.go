@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"log/slog"
 	"net"
 	"os"
@@ -29,9 +30,9 @@ import (
 // node still stops, within its bound.
 
 // startTestEtcd starts an embedded etcd on a free port in the test process.
-func startTestEtcd(t *testing.T) *cluster.Embedded {
+func startTestEtcd(t *testing.T) *embedded.Server {
 	t.Helper()
-	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: filepath.Join(t.TempDir(), "etcd"), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
+	e, err := embedded.Start(embedded.Config{Dir: filepath.Join(t.TempDir(), "etcd"), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"

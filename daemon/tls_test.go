@@ -2,13 +2,13 @@ package daemon
 
 import (
 	"context"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/security"
 )
 
@@ -30,11 +30,11 @@ func makeCA(t *testing.T, dir string) {
 
 // startTLSEtcd starts an embedded etcd serving TLS with dir's node
 // certificate, as an external etcd with client certificate authentication.
-func startTLSEtcd(t *testing.T, dir string) *cluster.Embedded {
+func startTLSEtcd(t *testing.T, dir string) *embedded.Server {
 	t.Helper()
 	f := security.NodeFiles(dir)
-	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: filepath.Join(t.TempDir(), "etcd"), ClientAddr: "127.0.0.1:0",
-		UnsafeNoFsync: true, TLS: &cluster.EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}})
+	e, err := embedded.Start(embedded.Config{Dir: filepath.Join(t.TempDir(), "etcd"), ClientAddr: "127.0.0.1:0",
+		UnsafeNoFsync: true, TLS: &embedded.TLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}})
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
@@ -64,7 +64,7 @@ func TestExternalEtcdTLS(t *testing.T) {
 	plainEtcd := startTestEtcd(t)
 
 	t.Run("works", func(t *testing.T) {
-		// The stand-in etcd (cluster.StartEmbedded) accepts node
+		// The stand-in etcd (embedded.Start) accepts node
 		// certificates only, as a cosmosd's embedded etcd does.
 		n, err := Start(context.Background(), etcdNodeConfig(t, tlsEtcd.Endpoints(), security.NodeFiles(dirA)))
 		if err != nil {

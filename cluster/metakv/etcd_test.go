@@ -2,6 +2,7 @@ package metakv_test
 
 import (
 	"fmt"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,7 +10,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/cluster/metakv/metakvtest"
 )
@@ -17,7 +17,7 @@ import (
 // embeddedEtcd starts a real single-member etcd and returns a client of it.
 func embeddedEtcd(t *testing.T) *clientv3.Client {
 	t.Helper()
-	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
+	e, err := embedded.Start(embedded.Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

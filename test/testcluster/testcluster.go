@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,7 +27,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/daemon"
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 	"github.com/cosmosd/cosmosd/security"
@@ -61,7 +61,7 @@ type Options struct {
 type Cluster struct {
 	t     testing.TB
 	opts  Options
-	Etcd  *cluster.Embedded
+	Etcd  *embedded.Server
 	Nodes []*daemon.Node
 	cfgs  []daemon.Config
 	dir   string
@@ -95,15 +95,15 @@ func Start(t testing.TB, opts Options) *Cluster {
 			t.Fatalf("superuser password file: %v", err)
 		}
 	}
-	ecfg := cluster.EmbeddedConfig{Dir: filepath.Join(c.dir, "etcd"), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true}
+	ecfg := embedded.Config{Dir: filepath.Join(c.dir, "etcd"), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true}
 	if opts.TLS {
 		c.CertsDir = filepath.Join(c.dir, "certs")
 		MakeCerts(t, c.CertsDir)
 		f := security.NodeFiles(c.CertsDir)
-		ecfg.TLS = &cluster.EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
+		ecfg.TLS = &embedded.TLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
 	}
 	var err error
-	c.Etcd, err = cluster.StartEmbedded(ecfg)
+	c.Etcd, err = embedded.Start(ecfg)
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}

@@ -1,22 +1,21 @@
-package cluster
+package metakv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-
-	"github.com/cosmosd/cosmosd/cluster/metakv"
 )
 
 // EtcdClientConfig configures the connection to the etcd cluster that holds
 // the metadata.
 type EtcdClientConfig struct {
 	Endpoints []string
-	// Prefix namespaces every metadata key (DefaultPrefix when empty).
+	// Prefix namespaces every metadata key. Required.
 	Prefix string
 	// DialOptions are added to the client's gRPC dial options: the
 	// daemon's transport credentials (TLS) and their probes.
@@ -27,14 +26,15 @@ type EtcdClientConfig struct {
 // the only place outside tests where cosmosd holds an etcd client.
 type EtcdClient struct {
 	cli    *clientv3.Client
-	kv     metakv.Store
+	kv     Store
 	cancel context.CancelFunc
 }
 
-// DialEtcd connects to etcd. It does not wait for an answer (Ping does).
+// DialEtcd connects to etcd and returns the metadata store under
+// cfg.Prefix. It does not wait for an answer (Ping does).
 func DialEtcd(cfg EtcdClientConfig) (*EtcdClient, error) {
 	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
+		return nil, errors.New("etcd client: a key prefix is required")
 	}
 	// The client's own context (client.Ctx()) is what etcd's client
 	// library uses for calls it makes without a caller's context:
@@ -56,11 +56,11 @@ func DialEtcd(cfg EtcdClientConfig) (*EtcdClient, error) {
 		cancel()
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
-	return &EtcdClient{cli: cli, kv: metakv.NewEtcd(cli, cfg.Prefix), cancel: cancel}, nil
+	return &EtcdClient{cli: cli, kv: NewEtcd(cli, cfg.Prefix), cancel: cancel}, nil
 }
 
 // Store returns the metadata store.
-func (c *EtcdClient) Store() metakv.Store { return c.kv }
+func (c *EtcdClient) Store() Store { return c.kv }
 
 // Endpoints returns the etcd endpoints.
 func (c *EtcdClient) Endpoints() []string { return c.cli.Endpoints() }

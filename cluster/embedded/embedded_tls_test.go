@@ -1,4 +1,4 @@
-package cluster
+package embedded
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // tlsEtcd starts an embedded etcd serving TLS with a node certificate of a
 // fresh CA made in dir.
-func tlsEtcd(t *testing.T, dir string) *Embedded {
+func tlsEtcd(t *testing.T, dir string) *Server {
 	t.Helper()
 	o := security.CertOptions{Dir: dir}
 	if _, err := security.CreateCA(o); err != nil {
@@ -32,8 +32,8 @@ func tlsEtcd(t *testing.T, dir string) *Embedded {
 		t.Fatal(err)
 	}
 	f := security.NodeFiles(dir)
-	e, err := StartEmbedded(EmbeddedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true,
-		TLS: &EmbeddedTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}})
+	e, err := Start(Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true,
+		TLS: &TLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func tlsEtcd(t *testing.T, dir string) *Embedded {
 // tlsClient is an etcd client that dials with files' credentials, as the
 // daemon does (the endpoint is an IP address: the member's certificate
 // must name it).
-func tlsClient(t *testing.T, e *Embedded, files security.Files) *clientv3.Client {
+func tlsClient(t *testing.T, e *Server, files security.Files) *clientv3.Client {
 	t.Helper()
 	r, err := security.NewReloader(files, nil)
 	if err != nil {
@@ -64,6 +64,9 @@ func tlsClient(t *testing.T, e *Embedded, files security.Files) *clientv3.Client
 // certificate, with one of another CA, and in plaintext; none of them
 // writes.
 func TestEmbeddedTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd; -short runs without it")
+	}
 	dir := t.TempDir()
 	e := tlsEtcd(t, dir)
 	if ep := e.Endpoints()[0]; !strings.HasPrefix(ep, "127.0.0.1:") {
@@ -171,7 +174,7 @@ func rawExchange(addr string, cfg *tls.Config) error {
 
 // configClient is an etcd client with a fixed TLS configuration (nil:
 // plaintext).
-func configClient(t *testing.T, e *Embedded, cfg *tls.Config) *clientv3.Client {
+func configClient(t *testing.T, e *Server, cfg *tls.Config) *clientv3.Client {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: cfg})
 	if err != nil {

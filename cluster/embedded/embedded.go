@@ -1,4 +1,4 @@
-package cluster
+package embedded
 
 import (
 	"errors"
@@ -16,9 +16,9 @@ import (
 	"github.com/cosmosd/cosmosd/security"
 )
 
-// EmbeddedConfig configures an etcd server run inside the cosmosd process,
+// Config configures an etcd server run inside the cosmosd process,
 // for single-host clusters and tests that need no external service.
-type EmbeddedConfig struct {
+type Config struct {
 	// Dir holds etcd's data. Required.
 	Dir string
 	// ClientAddr is the host:port clients connect to. Default
@@ -49,33 +49,33 @@ type EmbeddedConfig struct {
 	// and require a client certificate of the CA from both (URLs are
 	// https, InitialCluster must name https peer URLs). etcd re-reads the
 	// certificate and key at each handshake. Default nil: plaintext.
-	TLS *EmbeddedTLS
+	TLS *TLS
 }
 
-// EmbeddedTLS names the PEM files an embedded etcd serves TLS with: a
+// TLS names the PEM files an embedded etcd serves TLS with: a
 // certificate valid for its addresses (a cosmosd node certificate), its
 // key, and the CA bundle clients and peers must be signed by.
-type EmbeddedTLS struct {
+type TLS struct {
 	CertFile, KeyFile, CAFile string
 }
 
-// Embedded is a running embedded etcd server.
-type Embedded struct {
+// Server is a running embedded etcd server.
+type Server struct {
 	etcd      *embed.Etcd
 	endpoints []string
 	closeOnce sync.Once
 }
 
-// ForbidEtcdEnv, when set in the environment, makes StartEmbedded fail:
+// ForbidEnv, when set in the environment, makes Start fail:
 // make cover sets it to prove that the unit tests it measures (go test
 // -short) run without etcd.
-const ForbidEtcdEnv = "COSMOSD_FORBID_ETCD"
+const ForbidEnv = "COSMOSD_FORBID_ETCD"
 
-// StartEmbedded starts an embedded single-member etcd and waits until it
+// Start starts an embedded single-member etcd and waits until it
 // serves.
-func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
-	if os.Getenv(ForbidEtcdEnv) != "" {
-		return nil, fmt.Errorf("embedded etcd: refused: %s is set (a unit test that needs etcd must skip under -short)", ForbidEtcdEnv)
+func Start(cfg Config) (*Server, error) {
+	if os.Getenv(ForbidEnv) != "" {
+		return nil, fmt.Errorf("embedded etcd: refused: %s is set (a unit test that needs etcd must skip under -short)", ForbidEnv)
 	}
 	if cfg.Dir == "" {
 		return nil, errors.New("embedded etcd: dir is required")
@@ -159,7 +159,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd did not become ready within %s", wait)
 	}
-	return &Embedded{etcd: e, endpoints: []string{advClient.Host}}, nil
+	return &Server{etcd: e, endpoints: []string{advClient.Host}}, nil
 }
 
 // freeURL turns host:port into a URL, choosing a free port for 0.
@@ -182,14 +182,14 @@ func freeURL(scheme, addr string) (*url.URL, error) {
 }
 
 // Endpoints returns the client endpoints (host:port).
-func (e *Embedded) Endpoints() []string { return e.endpoints }
+func (e *Server) Endpoints() []string { return e.endpoints }
 
 // Err reports a fatal error of the running server.
-func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+func (e *Server) Err() <-chan error { return e.etcd.Err() }
 
 // Close stops the server. Safe to call twice (embed.Etcd.Close is not: it
 // panics closing a closed channel).
-func (e *Embedded) Close() {
+func (e *Server) Close() {
 	if e != nil && e.etcd != nil {
 		e.closeOnce.Do(e.etcd.Close)
 	}
