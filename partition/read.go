@@ -2,7 +2,7 @@ package partition
 
 import (
 	"bytes"
-	"encoding/binary"
+	"fmt"
 	"math"
 
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -149,16 +149,12 @@ func (rd *reader) resumeStatic(prefix []byte) error {
 	return err
 }
 
-// partitionPrefix returns the row-key prefix of a row key (table, token, pk).
-func partitionPrefix(key []byte) []byte {
-	if len(key) < 21 {
-		return key
-	}
-	n := binary.BigEndian.Uint32(key[17:21])
-	if uint64(len(key)-21) < uint64(n) {
-		return key
-	}
-	return key[:21+n]
+// badResume refuses a resume point that is not a row key of the request's
+// rows. Its bytes come from the request (a coordinator echoes the last key
+// of the previous page, and a client's paging state carries it), so they
+// are outside input.
+func badResume(resume []byte, why string) *Error {
+	return Errorf(kvpb.Error_INVALID, "resume_after %x: %s", resume, why)
 }
 
 // keys serves single-partition reads.
@@ -166,7 +162,10 @@ func (rd *reader) keys() error {
 	resume := rd.req.GetResumeAfter()
 	var resumePrefix []byte
 	if len(resume) > 0 {
-		resumePrefix = partitionPrefix(resume)
+		var err error
+		if resumePrefix, err = storage.RowPartitionPrefix(resume); err != nil {
+			return badResume(resume, "not a row key")
+		}
 	}
 	skipping := len(resume) > 0
 	for _, k := range rd.req.GetKeys() {
@@ -291,10 +290,20 @@ func (rd *reader) scan() error {
 	resume := rd.req.GetResumeAfter()
 	var cur []byte // current partition prefix
 	if len(resume) > 0 {
+		// A resume point outside the scan's rows would make the read
+		// send its partition's static row (resumeStatic): a row of
+		// another range or table.
+		if !span.Contains(resume) {
+			return badResume(resume, fmt.Sprintf("outside the scan of tokens [%d, %d] of table %d", rd.req.GetScanStart(), rd.req.GetScanEnd(), rd.table))
+		}
+		prefix, err := storage.RowPartitionPrefix(resume)
+		if err != nil {
+			return badResume(resume, "not a row key")
+		}
 		if after := append(append([]byte(nil), resume...), 0x00); bytes.Compare(after, span.Start) > 0 {
 			span.Start = after
 		}
-		cur = append([]byte(nil), partitionPrefix(resume)...)
+		cur = append([]byte(nil), prefix...)
 		rd.partRows = rd.req.GetResumePartitionRows()
 		if rd.ppl > 0 && rd.partRows >= rd.ppl {
 			if end := storage.PrefixEnd(cur); bytes.Compare(end, span.Start) > 0 {
@@ -317,7 +326,10 @@ func (rd *reader) scan() error {
 	defer it.Close()
 	for valid := it.First(); valid; {
 		key := it.Key()
-		prefix := partitionPrefix(key)
+		prefix, err := storage.RowPartitionPrefix(key)
+		if err != nil {
+			return fmt.Errorf("partition: scan of table %d: %w", rd.table, err)
+		}
 		if !bytes.Equal(prefix, cur) {
 			cur = append(cur[:0], prefix...)
 			rd.partRows = 0

@@ -31,9 +31,10 @@ type StateMachine struct {
 }
 
 // Hooks are callbacks the state machine makes on the apply goroutine. A
-// split has two phases, as in CockroachDB (splitPreApply/splitPostApply):
-// InitSplit writes the right half's local state into the split's own batch,
-// and OnSplit starts it once that batch is durable.
+// split has two phases (doc.go, "Splits"), as in CockroachDB
+// (splitPreApply/splitPostApply): InitSplit writes the right half's local
+// state into the split's own batch, and OnSplit starts it once that batch
+// is durable.
 type Hooks interface {
 	// InitSplit writes into b, the batch that applies a split, the
 	// consensus state of the right half's local replica, so that a crash

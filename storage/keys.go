@@ -27,6 +27,11 @@ import (
 // Integers are big-endian; tokens have their sign bit flipped, so byte order
 // equals token order and one physical partition (a token range of a table)
 // is one contiguous span of row keys and one of stats keys.
+//
+// This file is the only code that knows the offsets: elsewhere keys are
+// built with the constructors below and taken apart with DecodeRowKey,
+// DecodeStatsKey, RowPartitionPrefix, RaftLogIndex and LocalKeyGroup, so a
+// change of layout is a change of this file alone.
 const (
 	prefixNode  byte = 0x00
 	prefixLocal byte = 0x01
@@ -60,10 +65,31 @@ func DecodeToken(b []byte) int64 {
 }
 
 func groupPrefix(group uint64, kind byte) []byte {
-	k := make([]byte, 0, 18)
+	k := make([]byte, 0, localKeyLen+8) // room for a raft log index
 	k = append(k, prefixLocal)
 	k = binary.BigEndian.AppendUint64(k, group)
 	return append(k, kind)
+}
+
+// localKeyLen is the length of prefix|group|kind, the shortest group-local
+// key (and the whole of every key but a raft log entry's).
+const localKeyLen = 1 + 8 + 1
+
+// LocalKeyGroup decodes the group of a group-local key (any key inside
+// some GroupLocalSpan), for scans that walk the node's groups.
+func LocalKeyGroup(key []byte) (uint64, error) {
+	if len(key) < localKeyLen || key[0] != prefixLocal {
+		return 0, fmt.Errorf("%w: not a group-local key: %x", ErrBadKey, key)
+	}
+	return binary.BigEndian.Uint64(key[1:9]), nil
+}
+
+// EngineLocalSpan covers every key the consensus engine owns for a group
+// (raft log, hard state, apply state and the reserved kinds up to 0x0f) and
+// none of the state machine's: deleting it resets the group's consensus
+// state and keeps its replica state.
+func EngineLocalSpan(group uint64) Span {
+	return Span{Start: groupPrefix(group, localRaftLog), End: groupPrefix(group, localReplicaState)}
 }
 
 // GroupLocalSpan holds every node-local key of a group (raft state and
@@ -95,10 +121,10 @@ func RaftLogSpan(group, lo, hi uint64) Span {
 
 // RaftLogIndex decodes the index from a RaftLogKey.
 func RaftLogIndex(key []byte) (uint64, error) {
-	if len(key) != 18 || key[0] != prefixLocal || key[9] != localRaftLog {
+	if len(key) != localKeyLen+8 || key[0] != prefixLocal || key[localKeyLen-1] != localRaftLog {
 		return 0, fmt.Errorf("%w: not a raft log key: %x", ErrBadKey, key)
 	}
-	return binary.BigEndian.Uint64(key[10:]), nil
+	return binary.BigEndian.Uint64(key[localKeyLen:]), nil
 }
 
 // RaftHardStateKey holds the group's raft hard state (term, vote, commit).
@@ -188,6 +214,20 @@ func TableSpans(table uint64) []Span {
 	}
 }
 
+// RowPartitionPrefix returns the part of a row key that names its logical
+// partition, prefix|table|token|len(pk)|pk: the key of the partition's
+// static row, and the Start of its PartitionRowsSpan. The rest of the key is
+// the clustering key. The result aliases key. Readers that step from one
+// logical partition to the next compare these prefixes, without knowing
+// where in the key the partition key ends.
+func RowPartitionPrefix(key []byte) ([]byte, error) {
+	k, err := decodeDataKey(prefixData, key)
+	if err != nil {
+		return nil, err
+	}
+	return key[:len(key)-len(k.CK)], nil
+}
+
 // DataKey is a decoded row or stats key.
 type DataKey struct {
 	Table uint64
@@ -202,19 +242,24 @@ func DecodeRowKey(key []byte) (DataKey, error) { return decodeDataKey(prefixData
 // DecodeStatsKey splits a StatsKey. The returned slices alias key.
 func DecodeStatsKey(key []byte) (DataKey, error) { return decodeDataKey(prefixStats, key) }
 
+// dataKeyHeaderLen is the length of prefix|table|token|len(pk), the fixed
+// part of a row or stats key before the partition key.
+const dataKeyHeaderLen = 1 + 8 + 8 + 4
+
 func decodeDataKey(prefix byte, key []byte) (DataKey, error) {
-	if len(key) < 21 || key[0] != prefix {
+	if len(key) < dataKeyHeaderLen || key[0] != prefix {
 		return DataKey{}, fmt.Errorf("%w: %x", ErrBadKey, key)
 	}
 	var k DataKey
 	k.Table = binary.BigEndian.Uint64(key[1:9])
 	k.Token = DecodeToken(key[9:17])
-	n := binary.BigEndian.Uint32(key[17:21])
-	if uint64(len(key)-21) < uint64(n) {
+	n := binary.BigEndian.Uint32(key[17:dataKeyHeaderLen])
+	rest := key[dataKeyHeaderLen:]
+	if uint64(len(rest)) < uint64(n) {
 		return DataKey{}, fmt.Errorf("%w: partition key length %d exceeds key %x", ErrBadKey, n, key)
 	}
-	k.PK = key[21 : 21+n]
-	k.CK = key[21+n:]
+	k.PK = rest[:n]
+	k.CK = rest[n:]
 	if prefix == prefixStats && len(k.CK) != 0 {
 		return DataKey{}, fmt.Errorf("%w: trailing bytes in stats key %x", ErrBadKey, key)
 	}
@@ -245,16 +290,17 @@ func ReplicaStateGroups(r Reader) ([]uint64, error) {
 	var out []uint64
 	for valid := it.SeekGE(ReplicaStateKey(0)); valid; {
 		k := it.Key()
-		if len(k) < 10 {
-			return nil, fmt.Errorf("%w: local key %x", ErrBadKey, k)
+		g, err := LocalKeyGroup(k)
+		if err != nil {
+			return nil, err
 		}
-		g := binary.BigEndian.Uint64(k[1:9])
-		if k[9] < localReplicaState {
+		kind := k[localKeyLen-1]
+		if kind < localReplicaState {
 			// A key of g before its state key: jump to where it would be.
 			valid = it.SeekGE(ReplicaStateKey(g))
 			continue
 		}
-		if k[9] == localReplicaState && len(k) == 10 {
+		if kind == localReplicaState && len(k) == localKeyLen {
 			out = append(out, g)
 		}
 		if g == math.MaxUint64 {

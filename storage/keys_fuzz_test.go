@@ -51,12 +51,29 @@ func FuzzDecodeKey(f *testing.F) {
 			}
 			return err == nil
 		}
-		if k, err := DecodeRowKey(key); check("DecodeRowKey", err) {
+		k, rowErr := DecodeRowKey(key)
+		if check("DecodeRowKey", rowErr) {
 			if re := RowKey(k.Table, k.Token, k.PK, k.CK); !bytes.Equal(re, key) {
 				t.Fatalf("DecodeRowKey(%x) = %+v, which encodes to %x", key, k, re)
 			}
 			if !PartitionRowsSpan(k.Table, k.Token, k.PK).Contains(key) || !RowsSpan(k.Table, k.Token, k.Token).Contains(key) {
 				t.Fatalf("row key %x outside its partition's and token's spans", key)
+			}
+		}
+		// RowPartitionPrefix accepts exactly the row keys, and cuts them
+		// where their partition's span starts (the static row's key).
+		prefix, err := RowPartitionPrefix(key)
+		if check("RowPartitionPrefix", err) != (rowErr == nil) {
+			t.Fatalf("RowPartitionPrefix(%x) error %v, DecodeRowKey error %v", key, err, rowErr)
+		}
+		if err == nil {
+			if want := PartitionRowsSpan(k.Table, k.Token, k.PK).Start; !bytes.Equal(prefix, want) || !bytes.Equal(key[len(prefix):], k.CK) {
+				t.Fatalf("RowPartitionPrefix(%x) = %x, want %x followed by the clustering key %x", key, prefix, want, k.CK)
+			}
+		}
+		if g, err := LocalKeyGroup(key); check("LocalKeyGroup", err) {
+			if !GroupLocalSpan(g).Contains(key) {
+				t.Fatalf("LocalKeyGroup(%x) = %d, whose span %s does not hold the key", key, g, GroupLocalSpan(g))
 			}
 		}
 		if k, err := DecodeStatsKey(key); check("DecodeStatsKey", err) {

@@ -61,6 +61,69 @@ func TestRowKeyRoundTripAndSpans(t *testing.T) {
 	}
 }
 
+func TestRowPartitionPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		want []byte // nil: ErrBadKey
+	}{
+		{"clustering row", RowKey(7, -42, []byte("theo"), []byte{0x03, 0x01}), PartitionRowsSpan(7, -42, []byte("theo")).Start},
+		{"static row", RowKey(7, -42, []byte("theo"), nil), RowKey(7, -42, []byte("theo"), nil)},
+		{"empty partition key", RowKey(1, math.MinInt64, nil, []byte{0}), PartitionRowsSpan(1, math.MinInt64, nil).Start},
+		// A partition key that looks like the start of a longer one must
+		// still end where its length prefix says.
+		{"pk prefix of another", RowKey(7, 5, []byte("the"), []byte("o")), PartitionRowsSpan(7, 5, []byte("the")).Start},
+		{"empty", nil, nil},
+		{"header only, truncated", RowKey(7, 5, nil, nil)[:dataKeyHeaderLen-1], nil},
+		{"pk length past the end", append(RowKey(1, 1, nil, nil)[:17], 0, 0, 0, 9), nil},
+		{"stats key", StatsKey(7, 5, []byte("k")), nil},
+		{"raft key", RaftLogKey(7, 5), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := RowPartitionPrefix(tc.key)
+			if tc.want == nil {
+				if !errors.Is(err, ErrBadKey) {
+					t.Fatalf("RowPartitionPrefix(%x) = %x, %v; want ErrBadKey", tc.key, got, err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, tc.want) {
+				t.Fatalf("RowPartitionPrefix(%x) = %x, %v; want %x", tc.key, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLocalKeyGroupAndEngineSpan(t *testing.T) {
+	for _, g := range []uint64{0, 9, math.MaxUint64} {
+		engine := EngineLocalSpan(g)
+		for _, k := range [][]byte{RaftLogKey(g, 0), RaftLogKey(g, math.MaxUint64), RaftHardStateKey(g), RaftApplyStateKey(g), RaftEngineKey(g, 0x04), RaftEngineKey(g, 0x0f)} {
+			if got, err := LocalKeyGroup(k); err != nil || got != g {
+				t.Errorf("LocalKeyGroup(%x) = %d, %v; want %d", k, got, err, g)
+			}
+			if !engine.Contains(k) {
+				t.Errorf("engine span %s of group %d misses %x", engine, g, k)
+			}
+		}
+		// The replica state is the state machine's: an engine that resets
+		// its own state must not take the descriptor with it.
+		if engine.Contains(ReplicaStateKey(g)) {
+			t.Errorf("engine span of group %d holds the replica state", g)
+		}
+		if got, err := LocalKeyGroup(ReplicaStateKey(g)); err != nil || got != g {
+			t.Errorf("LocalKeyGroup(replica state of %d) = %d, %v", g, got, err)
+		}
+	}
+	if EngineLocalSpan(9).Contains(RaftHardStateKey(10)) || EngineLocalSpan(9).Contains(RaftLogKey(8, math.MaxUint64)) {
+		t.Error("engine span holds a neighbour's key")
+	}
+	for _, bad := range [][]byte{nil, {prefixLocal}, RaftHardStateKey(3)[:localKeyLen-1], RowKey(1, 1, nil, nil), NodeIdentityKey()} {
+		if _, err := LocalKeyGroup(bad); !errors.Is(err, ErrBadKey) {
+			t.Errorf("LocalKeyGroup(%x) = %v, want ErrBadKey", bad, err)
+		}
+	}
+}
+
 func TestLocalKeys(t *testing.T) {
 	span := GroupLocalSpan(9)
 	for _, k := range [][]byte{RaftLogKey(9, 1), RaftLogKey(9, math.MaxUint64), RaftHardStateKey(9), RaftApplyStateKey(9), ReplicaStateKey(9), RaftEngineKey(9, 0x05)} {
