@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"log/slog"
@@ -17,10 +16,9 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/test/logbuf"
 )
 
@@ -40,15 +38,22 @@ func startTestEtcd(t *testing.T) *embedded.Server {
 	return e
 }
 
-// waitRegistered polls etcd until want nodes registered and returns their
-// registrations.
+// waitRegistered follows the metadata in etcd until want nodes registered
+// and returns their registrations.
 func waitRegistered(t *testing.T, endpoints []string, prefix string, want int, procs ...*process) []cluster.NodeInfo {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: endpoints, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	meta, err := cluster.OpenMeta(ctx, cli.Store(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		for _, p := range procs {
@@ -58,17 +63,10 @@ func waitRegistered(t *testing.T, endpoints []string, prefix string, want int, p
 			default:
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := cli.Get(ctx, prefix+"nodes/", clientv3.WithPrefix())
-		cancel()
-		if err == nil && len(resp.Kvs) == want {
+		if st := meta.State(); len(st.Nodes) == want {
 			var out []cluster.NodeInfo
-			for _, kv := range resp.Kvs {
-				var info cluster.NodeInfo
-				if err := json.Unmarshal(kv.Value, &info); err != nil {
-					t.Fatalf("registration: %v", err)
-				}
-				out = append(out, info)
+			for _, id := range st.NodeIDs() {
+				out = append(out, *st.Nodes[id])
 			}
 			return out
 		}

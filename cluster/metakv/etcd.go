@@ -294,9 +294,15 @@ func (s *etcdStore) Campaign(ctx context.Context, election, value string, ttl ti
 		cancel()
 		return nil, fmt.Errorf("election %s: session: %w", election, err)
 	}
+	// fail ends the candidacy. The session's renewals stop first, and
+	// the lease is revoked only while the caller's context lives: with
+	// etcd gone (a node shutting down) the revoke must not hold the
+	// caller, and the lease lapses after its TTL instead.
 	fail := func(err error) (Leadership, error) {
-		_ = sess.Close()
 		stop()
+		if ctx.Err() == nil {
+			_, _ = s.cli.Revoke(ctx, lease.ID)
+		}
 		return nil, fmt.Errorf("election %s: campaign: %w", election, err)
 	}
 	el := concurrency.NewElection(sess, s.key(election))
