@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,15 +13,17 @@ import (
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/consensus"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
-	"github.com/cosmosd/cosmosd/router"
 )
 
 // ControllerConfig configures the controller.
 type ControllerConfig struct {
-	NodeID  uint64
-	Meta    *cluster.Meta
-	Catalog *cluster.Catalog
-	Router  *router.Router
+	NodeID uint64
+	// Meta is the metadata (a *cluster.Meta).
+	Meta MetaView
+	// Catalog writes the routing copies (a *cluster.Catalog).
+	Catalog CatalogWriter
+	// Router reaches the nodes (a *router.Router).
+	Router NodeClient
 	// DeadAfter is how long a node may be gone before its replicas are
 	// replaced. Default 5m.
 	DeadAfter time.Duration
@@ -224,25 +226,38 @@ func (c *Controller) lead(ctx context.Context) {
 // anyway, so a minute's delay costs nothing.
 const orphanRingsEvery = 60
 
-// round is one planning round.
+// round is one planning round: gather a snapshot (metadata, the nodes'
+// reports, the stored operations), let PlanRound decide, carry the plan
+// out and start what can run.
 func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 	log := c.cfg.Logger
+	// The operations first, then the state caught up with the store: a
+	// round that saw an operation done with a state from before its last
+	// writes (a split's two halves, a move's new replicas; the state
+	// follows the store through a watch) planned it again.
+	ops, err := ListOperations(ctx, c.store.ops)
+	if err != nil {
+		log.Warn("list operations", "err", err)
+		return
+	}
+	if err := c.cfg.Meta.CatchUp(ctx); err != nil {
+		log.Warn("catch up with the metadata", "err", err)
+		return
+	}
 	st := c.cfg.Meta.State()
 	now := time.Now().UTC()
 	// Members: note when a node went away.
-	for id, m := range st.Members {
-		if _, live := st.Nodes[id]; !live && m.DownSince.IsZero() && !m.Decommissioned {
-			if err := c.cfg.Meta.UpdateMember(ctx, id, func(m *cluster.Member) bool {
-				if !m.DownSince.IsZero() {
-					return false
-				}
-				m.DownSince = now
-				return true
-			}); err != nil {
-				log.Warn("mark node down", "node", id, "err", err)
-			} else {
-				log.Info("node is down", "node", id)
+	for _, id := range GoneMembers(st) {
+		if err := c.cfg.Meta.UpdateMember(ctx, id, func(m *cluster.Member) bool {
+			if !m.DownSince.IsZero() {
+				return false
 			}
+			m.DownSince = now
+			return true
+		}); err != nil {
+			log.Warn("mark node down", "node", id, "err", err)
+		} else {
+			log.Info("node is down", "node", id)
 		}
 	}
 	c.rounds++
@@ -257,300 +272,85 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 		}
 	}
 	reports := c.collect(ctx, st, sizeCheck)
-	ops, err := ListOperations(ctx, c.store.ops)
-	if err != nil {
-		log.Warn("list operations", "err", err)
-		return
-	}
 	ops = c.collectGarbage(ctx, ops)
-	idle := map[uint64]bool{}
-	for _, op := range ops {
-		if op.Active() && op.Partition != 0 {
-			idle[op.Partition] = false
+	c.syncRings(ctx, st, reports, ops)
+	plan := PlanRound(c.cfg.policy(), Snapshot{State: st, Now: now, Reports: reports, Ops: ops, SizeCheck: sizeCheck})
+	c.noteCaps(plan)
+	// Submitted operations are the newest: they go first in ops (newest
+	// first), so that schedule still starts the oldest first.
+	var submitted []*Operation
+	for _, op := range plan.Submit {
+		if err := c.submit(ctx, op); err != nil {
+			// The rest of the plan assumed this one stored; the next
+			// round plans again from what is.
+			log.Warn("submit operation", "kind", op.Kind, "partition", op.Partition, "err", err)
+			break
 		}
+		submitted = append(submitted, op)
+		log.Info("planned operation", "op", op.ID, "kind", op.Kind, "partition", op.Partition, "from", op.From, "to", op.To, "reason", op.Reason)
 	}
-	c.syncRings(ctx, st, reports, func(id uint64) bool { _, b := idle[id]; return !b })
-	busy := map[uint64]bool{}
-	moves, active := 0, 0
-	for _, op := range ops {
-		if !op.Active() {
-			continue
-		}
-		active++
-		if op.Partition != 0 {
-			busy[op.Partition] = true
-		}
-		if op.Kind == KindMove || op.Kind == KindRepair {
-			moves++
-		}
+	slices.Reverse(submitted)
+	ops = append(submitted, ops...)
+	for _, l := range plan.RemoveLearners {
+		c.removeLearner(ctx, l)
 	}
-	view := c.view(st, now, busy)
-	for id, r := range reports {
-		for node, why := range r.failed {
-			if view.Failed == nil {
-				view.Failed = map[uint64]map[uint64]string{}
-			}
-			if view.Failed[id] == nil {
-				view.Failed[id] = map[uint64]string{}
-			}
-			view.Failed[id][node] = why
-		}
-	}
-	submitMoves := func(kind string, planned []Move) {
-		for _, m := range planned {
-			op := &Operation{Kind: kind, State: StatePending, Table: m.Table, Partition: m.Partition, From: m.From, To: m.To, Reason: m.Reason}
-			if err := c.submit(ctx, op); err != nil {
-				log.Warn("submit operation", "err", err)
-				return
-			}
-			busy[m.Partition] = true
-			ops = append(ops, op)
-			active++
-			log.Info("planned operation", "op", op.ID, "kind", kind, "partition", m.Partition, "from", m.From, "to", m.To, "reason", m.Reason)
-		}
-	}
-	// Repairs of dead nodes and failed replicas come first.
-	if len(view.Dead) > 0 || len(view.Failed) > 0 {
-		submitMoves(KindRepair, PlanRepairs(view, c.cfg.MaxConcurrentMoves-moves))
-	}
-	// splits counts each table's partitions plus its active splits: what
-	// it will have once they are done.
-	splits := map[uint64]int{}
-	for _, op := range ops {
-		if op.Active() && op.Kind == KindSplit {
-			splits[op.Table]++
-		}
-	}
-	partitionsAfter := func(table uint64) int { return len(st.Ring(table).Partitions()) + splits[table] }
-	if c.capped == nil {
-		c.capped = map[uint64]bool{}
-	}
-	// atCap reports whether a table may not be split further, logging it
-	// the first time.
-	atCap := func(table uint64, why string) bool {
-		n := partitionsAfter(table)
-		if n < c.cfg.MaxPartitionsPerTable {
-			delete(c.capped, table)
-			return false
-		}
-		if !c.capped[table] {
-			c.capped[table] = true
-			name := strconv.FormatUint(table, 10)
-			if t := st.Schema.ByID[table]; t != nil {
-				name = t.QualifiedName()
-			}
-			log.Warn("not splitting table: at max_partitions_per_table", "table", name, "partitions", n,
-				"max_partitions_per_table", c.cfg.MaxPartitionsPerTable, "reason", why)
-		}
-		return true
-	}
-	// Size-based splits.
-	if sizeCheck {
-		for id, r := range reports {
-			if busy[id] || r.desc == nil || r.bytes <= c.cfg.PhysicalPartitionMaxBytes || st.Schema.ByID[r.desc.GetTableId()] == nil {
-				continue
-			}
-			if atCap(r.desc.GetTableId(), fmt.Sprintf("partition %d holds %d bytes, over the %d-byte limit", id, r.bytes, c.cfg.PhysicalPartitionMaxBytes)) {
-				continue
-			}
-			op := &Operation{Kind: KindSplit, State: StatePending, Table: r.desc.GetTableId(), Partition: id,
-				Reason: fmt.Sprintf("partition holds %d bytes, over the %d-byte limit", r.bytes, c.cfg.PhysicalPartitionMaxBytes)}
-			if err := c.submit(ctx, op); err != nil {
-				log.Warn("submit split", "err", err)
-				continue
-			}
-			busy[id] = true
-			splits[r.desc.GetTableId()]++
-			ops = append(ops, op)
-			active++
-			log.Info("planned split", "op", op.ID, "partition", id, "bytes", r.bytes)
-		}
-	}
-	// Throughput splits: a table needs ceil(RU/s / max per partition)
-	// partitions.
-	for id, t := range st.Schema.ByID {
-		if t.Options.Throughput <= 0 {
-			continue
-		}
-		parts := st.Ring(id).Partitions()
-		need := (t.Options.Throughput + c.cfg.PhysicalPartitionMaxRU - 1) / c.cfg.PhysicalPartitionMaxRU
-		if need > int64(len(parts)+splits[id]) && atCap(id, fmt.Sprintf("%s is provisioned %d RU/s, which needs %d partitions of %d RU/s",
-			t.QualifiedName(), t.Options.Throughput, need, c.cfg.PhysicalPartitionMaxRU)) {
-			continue
-		}
-		need = min(need, int64(c.cfg.MaxPartitionsPerTable))
-		splitting := 0
-		for _, op := range ops {
-			if op.Active() && op.Kind == KindSplit && op.Table == id {
-				splitting++
-			}
-		}
-		for i := 0; i < len(parts) && int64(len(parts)+splitting) < need; i++ {
-			p := widest(parts, busy)
-			if p == nil {
-				break
-			}
-			op := &Operation{Kind: KindSplit, SplitBy: "throughput", State: StatePending, Table: id, Partition: p.GetId(),
-				Reason: fmt.Sprintf("%s is provisioned %d RU/s, over %d RU/s per partition for %d partitions", t.QualifiedName(), t.Options.Throughput, c.cfg.PhysicalPartitionMaxRU, len(parts))}
-			if err := c.submit(ctx, op); err != nil {
-				log.Warn("submit throughput split", "err", err)
-				break
-			}
-			busy[p.GetId()] = true
-			splitting++
-			splits[id]++
-			ops = append(ops, op)
-			active++
-			log.Info("planned throughput split", "op", op.ID, "partition", p.GetId(), "table", t.QualifiedName())
-		}
-	}
-	// Automatic rebalancing, only when the cluster is calm: every member
-	// up, nothing else in flight.
-	if active == 0 && !c.cfg.DisableAutoRebalance && c.stable(st, now) {
-		submitMoves(KindMove, PlanRebalance(view, c.cfg.RebalanceTolerance, c.cfg.MaxConcurrentMoves))
-	}
-	// Learners left behind by a move that failed halfway (its target
-	// died) hold a partition at 5 replicas: remove them.
-	c.removeOrphanLearners(ctx, reports, busy)
-	// Leadership stays even across nodes.
-	c.balanceLeaders(ctx, st, reports, busy)
-	c.schedule(ctx, wg, ops)
-}
-
-// widest returns the partition with the widest token range that is not busy.
-func widest(parts []*kvpb.Descriptor, busy map[uint64]bool) *kvpb.Descriptor {
-	var best *kvpb.Descriptor
-	var bestW uint64
-	for _, p := range parts {
-		if busy[p.GetId()] || p.GetEnd() == p.GetStart() {
-			continue
-		}
-		w := uint64(p.GetEnd() - p.GetStart())
-		if best == nil || w > bestW {
-			best, bestW = p, w
-		}
-	}
-	return best
-}
-
-// view is the planning view of the cluster.
-func (c *Controller) view(st *cluster.State, now time.Time, busy map[uint64]bool) View {
-	v := View{Live: c.liveNodes(st), Dead: map[uint64]bool{}, Busy: busy}
-	for id := range st.Members {
-		if st.MemberState(id, now, c.cfg.DeadAfter) == "dead" {
-			v.Dead[id] = true
-		}
-	}
-	for _, r := range st.Rings {
-		if st.Schema.ByID[r.Table()] != nil {
-			v.Parts = append(v.Parts, r.Partitions()...)
-		}
-	}
-	return v
-}
-
-// stable reports that every member is up (or decommissioned).
-func (c *Controller) stable(st *cluster.State, now time.Time) bool {
-	for id := range st.Members {
-		switch st.MemberState(id, now, c.cfg.DeadAfter) {
-		case "up", "decommissioned":
-		default:
-			return false
-		}
-	}
-	return len(st.Nodes) > 0
-}
-
-// balanceLeaders transfers leaderships from nodes that lead more than their
-// share.
-func (c *Controller) balanceLeaders(ctx context.Context, st *cluster.State, reports map[uint64]*report, busy map[uint64]bool) {
-	live := map[uint64]bool{}
-	for _, n := range c.liveNodes(st) {
-		live[n.ID] = true
-	}
-	var views []LeaderView
-	for id, r := range reports {
-		if r.desc == nil || r.leader == 0 {
-			continue
-		}
-		lv := LeaderView{Partition: id, Leader: r.leader}
-		for _, rd := range r.desc.GetReplicas() {
-			if !rd.GetLearner() {
-				lv.Voters = append(lv.Voters, rd.GetNodeId())
-			}
-		}
-		views = append(views, lv)
-	}
-	for _, t := range PlanLeaders(views, live, busy, c.cfg.MaxLeaderTransfers) {
+	for _, t := range plan.Transfers {
 		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := c.cfg.Router.TransferLeader(tctx, t.Partition, consensus.NodeID(t.To)); err != nil {
-			c.cfg.Logger.Debug("balance leadership", "partition", t.Partition, "to", t.To, "err", err)
+			log.Debug("balance leadership", "partition", t.Partition, "to", t.To, "err", err)
 		} else {
-			c.cfg.Logger.Debug("moved leadership", "partition", t.Partition, "from", t.From, "to", t.To)
+			log.Debug("moved leadership", "partition", t.Partition, "from", t.From, "to", t.To)
 		}
 		cancel()
 	}
+	c.schedule(ctx, wg, ops)
 }
 
-// removeOrphanLearners removes learners of partitions that no operation is
-// moving: only a move adds learners, and a move that ended without
-// promoting its learner leaves it behind.
-func (c *Controller) removeOrphanLearners(ctx context.Context, reports map[uint64]*report, busy map[uint64]bool) {
-	for id, r := range reports {
-		if busy[id] || r.desc == nil || r.leader == 0 {
+// noteCaps logs the tables whose splits max_partitions_per_table stopped,
+// once per table until it is below the cap again.
+func (c *Controller) noteCaps(plan RoundPlan) {
+	if c.capped == nil {
+		c.capped = map[uint64]bool{}
+	}
+	for _, t := range plan.BelowCap {
+		delete(c.capped, t)
+	}
+	for _, h := range plan.Capped {
+		if c.capped[h.Table] {
 			continue
 		}
-		for _, rd := range r.desc.GetReplicas() {
-			if !rd.GetLearner() {
-				continue
-			}
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			d, err := c.cfg.Router.ChangeReplicas(cctx, id, []*kvpb.ReplicaChange{{Type: kvpb.ReplicaChange_REMOVE, Replica: rd}})
-			if err == nil {
-				err = c.syncCopy(cctx, d)
-			}
-			cancel()
-			if err != nil {
-				c.cfg.Logger.Warn("remove orphan learner", "partition", id, "node", rd.GetNodeId(), "err", err)
-			} else {
-				c.cfg.Logger.Info("removed orphan learner", "partition", id, "node", rd.GetNodeId())
-			}
-			break
-		}
+		c.capped[h.Table] = true
+		c.cfg.Logger.Warn("not splitting table: at max_partitions_per_table", "table", h.Name, "partitions", h.Partitions,
+			"max_partitions_per_table", c.cfg.MaxPartitionsPerTable, "reason", h.Reason)
 	}
 }
 
-// collectGarbage deletes finished operations beyond the newest 500.
+// removeLearner removes an orphan learner: only a move adds learners, and
+// a move that ended without promoting its learner leaves it behind.
+func (c *Controller) removeLearner(ctx context.Context, l LearnerRemoval) {
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	d, err := c.cfg.Router.ChangeReplicas(cctx, l.Partition, []*kvpb.ReplicaChange{{Type: kvpb.ReplicaChange_REMOVE, Replica: l.Replica}})
+	if err == nil {
+		err = c.syncCopy(cctx, d)
+	}
+	if err != nil {
+		c.cfg.Logger.Warn("remove orphan learner", "partition", l.Partition, "node", l.Replica.GetNodeId(), "err", err)
+	} else {
+		c.cfg.Logger.Info("removed orphan learner", "partition", l.Partition, "node", l.Replica.GetNodeId())
+	}
+}
+
+// collectGarbage deletes finished operations beyond the newest
+// keepFinished and returns the others.
 func (c *Controller) collectGarbage(ctx context.Context, ops []*Operation) []*Operation {
-	const keep = 500
-	finished := 0
-	var out []*Operation
-	for _, op := range ops { // newest first
-		if op.Active() {
-			out = append(out, op)
-			continue
+	kept, drop := garbage(ops, keepFinished)
+	for _, op := range drop {
+		if err := c.store.ops.Delete(ctx, op.ID, c.fenceConds()...); err != nil {
+			c.cfg.Logger.Debug("delete finished operation", "op", op.ID, "err", err)
 		}
-		finished++
-		if finished > keep {
-			_ = c.store.ops.Delete(ctx, op.ID, c.fenceConds()...)
-			continue
-		}
-		out = append(out, op)
 	}
-	return out
-}
-
-// liveNodes lists registered, non-draining nodes as placement candidates.
-func (c *Controller) liveNodes(st *cluster.State) []Node {
-	var out []Node
-	for _, id := range st.NodeIDs() {
-		n := st.Nodes[id]
-		if m := st.Members[id]; n.Draining || (m != nil && (m.Draining || m.Decommissioned)) {
-			continue
-		}
-		out = append(out, Node{ID: id, Zone: n.Label("zone", ""), Rack: n.Label("rack", "")})
-	}
-	return out
+	return kept
 }
 
 // submit persists a new operation.
@@ -579,33 +379,11 @@ func (c *Controller) fenceConds() []metakv.Cond {
 }
 
 // schedule starts pending and resumed operations that do not conflict with
-// running ones.
+// running ones (runnable).
 func (c *Controller) schedule(ctx context.Context, wg *sync.WaitGroup, ops []*Operation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	moves := 0
-	for _, op := range c.mu.running {
-		if op.Kind == KindMove || op.Kind == KindRepair {
-			moves++
-		}
-	}
-	// Oldest first.
-	for i := len(ops) - 1; i >= 0; i-- {
-		op := ops[i]
-		if !op.Active() || c.mu.running[op.ID] != nil {
-			continue
-		}
-		if op.Partition != 0 {
-			if other, ok := c.mu.busy[op.Partition]; ok && other != op.ID {
-				continue
-			}
-		}
-		if op.Kind == KindMove || op.Kind == KindRepair {
-			if moves >= c.cfg.MaxConcurrentMoves {
-				continue
-			}
-			moves++
-		}
+	for _, op := range runnable(ops, c.mu.running, c.mu.busy, c.cfg.MaxConcurrentMoves) {
 		c.mu.running[op.ID] = op
 		if op.Partition != 0 {
 			c.mu.busy[op.Partition] = op.ID
@@ -690,71 +468,37 @@ func (c *Controller) progress(ctx context.Context, op *Operation, step, state, d
 	return c.store.save(ctx, c.fence(), op)
 }
 
-// report is what the nodes say about one partition.
-type report struct {
-	desc    *kvpb.Descriptor // the most authoritative descriptor seen
-	leader  uint64           // node of the leader, 0 if unknown
-	commit  uint64
-	applied map[uint64]uint64 // node -> applied index
-	bytes   int64             // stored bytes (size checks only)
-	failed  map[uint64]string // node -> why its replica stopped
-}
-
 // collect asks every live node for its replicas.
-func (c *Controller) collect(ctx context.Context, st *cluster.State, stats bool) map[uint64]*report {
-	out := map[uint64]*report{}
-	var mu sync.Mutex
+func (c *Controller) collect(ctx context.Context, st *cluster.State, stats bool) map[uint64]*Report {
+	ids := st.NodeIDs()
+	resps := make([]*kvpb.ReplicaStatusResponse, len(ids))
 	var wg sync.WaitGroup
-	for _, id := range st.NodeIDs() {
+	for i, id := range ids {
 		wg.Add(1)
-		go func(node uint64) {
+		go func() {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
-			resp, err := c.cfg.Router.ReplicaStatus(cctx, consensus.NodeID(node), &kvpb.ReplicaStatusRequest{Stats: stats})
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, rs := range resp.GetReplicas() {
-				d := rs.GetDesc()
-				r := out[d.GetId()]
-				if r == nil {
-					r = &report{applied: map[uint64]uint64{}}
-					out[d.GetId()] = r
-				}
-				r.applied[node] = rs.GetApplied()
-				r.bytes = max(r.bytes, rs.GetBytes())
-				if rs.GetFailed() != "" {
-					if r.failed == nil {
-						r.failed = map[uint64]string{}
-					}
-					r.failed[node] = rs.GetFailed()
-				}
-				better := r.desc == nil || d.GetGeneration() > r.desc.GetGeneration() ||
-					(rs.GetLeader() && d.GetGeneration() >= r.desc.GetGeneration())
-				if better {
-					r.desc = d
-				}
-				if rs.GetLeader() {
-					r.leader, r.commit = node, rs.GetCommit()
-				}
-			}
-		}(id)
+			// A node that does not answer is left out: its partitions'
+			// other replicas report them.
+			resps[i], _ = c.cfg.Router.ReplicaStatus(cctx, consensus.NodeID(id), &kvpb.ReplicaStatusRequest{Stats: stats})
+		}()
 	}
 	wg.Wait()
+	out := map[uint64]*Report{}
+	for i, id := range ids {
+		if resps[i] != nil {
+			MergeStatus(out, id, resps[i])
+		}
+	}
 	return out
 }
 
-// syncRings makes the routing copies in etcd follow the groups' own
-// descriptors: a newer generation (a membership change or split applied)
-// replaces the copy; a partition the rings do not know yet (the right half
-// of a split) is added. Every write is a compare-and-swap on the copy read.
-func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports map[uint64]*report, idle func(uint64) bool) {
-	copyOf := func(st *cluster.State, d *kvpb.Descriptor) *kvpb.Descriptor {
-		return st.TablePartition(d.GetTableId(), d.GetId())
-	}
+// syncRings makes the routing copies follow the groups' own descriptors
+// (PlanRingSyncs). Every write is a compare-and-swap on the copy read; a
+// conflict means someone else wrote it first, and the next round looks
+// again.
+func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports map[uint64]*Report, ops []*Operation) {
 	sync := func(old, d *kvpb.Descriptor) {
 		if err := c.cfg.Catalog.SyncPartition(ctx, d.GetTableId(), old, d); err != nil {
 			if !errors.Is(err, cluster.ErrConflict) {
@@ -764,37 +508,14 @@ func (c *Controller) syncRings(ctx context.Context, st *cluster.State, reports m
 		}
 		c.cfg.Logger.Debug("synced routing copy", "partition", d.GetId(), "generation", d.GetGeneration(), "start", d.GetStart(), "end", d.GetEnd())
 	}
-	// First newer versions of known partitions (a split's left half
-	// shrinks here), then partitions the rings do not know (its right
-	// half), so that the copies never overlap.
-	var missing []*kvpb.Descriptor
-	for _, r := range reports {
-		d := r.desc
-		if d == nil || !hasRange(d) || st.Schema.ByID[d.GetTableId()] == nil {
-			continue
-		}
-		old := copyOf(st, d)
-		switch {
-		case old == nil:
-			missing = append(missing, d)
-		case old.GetGeneration() < d.GetGeneration():
-			sync(old, d)
-		case old.GetGeneration() == d.GetGeneration() && !sameReplicas(old, d) && idle(d.GetId()):
-			// A move announced a learner in the copy and then failed
-			// before the group took it: the group is the truth.
-			sync(old, d)
-		}
+	updates, missing := PlanRingSyncs(st, reports, ops)
+	for _, u := range updates {
+		sync(u.Old, u.New)
 	}
 	if len(missing) == 0 {
 		return
 	}
-	st = c.cfg.Meta.State()
-	for _, d := range missing {
-		if copyOf(st, d) != nil || len(st.Ring(d.GetTableId()).Overlapping(d.GetStart(), d.GetEnd())) > 0 {
-			continue
-		}
+	for _, d := range AddableRanges(c.cfg.Meta.State(), missing) {
 		sync(nil, d)
 	}
 }
-
-func hasRange(d *kvpb.Descriptor) bool { return d.GetStart() <= d.GetEnd() }

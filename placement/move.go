@@ -22,8 +22,9 @@ const membershipTimeout = 20 * time.Second
 // when it is promoted; the last few entries arrive in the next heartbeat.
 const catchUpLag = 5
 
-// observe asks the nodes that may hold a partition about it.
-func (c *Controller) observe(ctx context.Context, id uint64, extra ...uint64) (*report, error) {
+// observe asks the nodes that may hold a partition about it: those the
+// routing copy lists, and extra.
+func (c *Controller) observe(ctx context.Context, id uint64, extra ...uint64) (*Report, error) {
 	st := c.cfg.Meta.State()
 	nodes := map[uint64]bool{}
 	for _, e := range extra {
@@ -34,8 +35,8 @@ func (c *Controller) observe(ctx context.Context, id uint64, extra ...uint64) (*
 			nodes[r.GetNodeId()] = true
 		}
 	}
-	rep := &report{applied: map[uint64]uint64{}}
-	for node := range nodes {
+	reports := map[uint64]*Report{}
+	for _, node := range sortedKeys(nodes) {
 		if st.Nodes[node] == nil {
 			continue
 		}
@@ -45,18 +46,10 @@ func (c *Controller) observe(ctx context.Context, id uint64, extra ...uint64) (*
 		if err != nil {
 			continue
 		}
-		for _, rs := range resp.GetReplicas() {
-			d := rs.GetDesc()
-			rep.applied[node] = rs.GetApplied()
-			if rep.desc == nil || d.GetGeneration() > rep.desc.GetGeneration() || (rs.GetLeader() && d.GetGeneration() >= rep.desc.GetGeneration()) {
-				rep.desc = d
-			}
-			if rs.GetLeader() {
-				rep.leader, rep.commit = node, rs.GetCommit()
-			}
-		}
+		MergeStatus(reports, node, resp)
 	}
-	if rep.desc == nil {
+	rep := reports[id]
+	if rep == nil || rep.Desc == nil {
 		return nil, fmt.Errorf("no replica of partition %d answered", id)
 	}
 	return rep, nil
@@ -101,7 +94,7 @@ func (c *Controller) runMove(ctx context.Context, op *Operation) error {
 			log.Debug("observe", "err", err)
 			continue
 		}
-		d := rep.desc
+		d := rep.Desc
 		to, from := replicaOn(d, op.To), replicaOn(d, op.From)
 		stepCtx, cancel := context.WithTimeout(ctx, c.cfg.StepTimeout)
 		switch {
@@ -180,13 +173,13 @@ func replicaIDUsed(d *kvpb.Descriptor, id uint64) bool {
 
 // promote waits for the learner to catch up, moves leadership off the
 // source, then promotes the learner and removes the source atomically.
-func (c *Controller) promote(ctx context.Context, op *Operation, rep *report, to, from *kvpb.ReplicaDescriptor) error {
+func (c *Controller) promote(ctx context.Context, op *Operation, rep *Report, to, from *kvpb.ReplicaDescriptor) error {
 	if err := c.progress(ctx, op, "catch up", StateRunning, "snapshot and log", 0.3); err != nil {
 		return err
 	}
 	if err := c.waitFor(ctx, func() bool {
 		r, err := c.observe(ctx, op.Partition, op.To)
-		return err == nil && r.leader != 0 && r.applied[op.To]+catchUpLag >= r.commit && r.applied[op.To] > 0
+		return err == nil && r.Leader != 0 && r.Applied[op.To]+catchUpLag >= r.Commit && r.Applied[op.To] > 0
 	}); err != nil {
 		return fmt.Errorf("learner on node %d did not catch up: %w", op.To, err)
 	}
@@ -220,7 +213,7 @@ func (c *Controller) promote(ctx context.Context, op *Operation, rep *report, to
 }
 
 // removeSource removes the source once the target votes.
-func (c *Controller) removeSource(ctx context.Context, op *Operation, rep *report, from *kvpb.ReplicaDescriptor) error {
+func (c *Controller) removeSource(ctx context.Context, op *Operation, rep *Report, from *kvpb.ReplicaDescriptor) error {
 	if err := c.moveLeadership(ctx, op, rep, from.GetNodeId()); err != nil {
 		return err
 	}
@@ -235,21 +228,21 @@ func (c *Controller) removeSource(ctx context.Context, op *Operation, rep *repor
 
 // moveLeadership hands leadership away from node when it leads: a leader
 // that removes itself leaves the group leaderless until an election.
-func (c *Controller) moveLeadership(ctx context.Context, op *Operation, rep *report, node uint64) error {
-	if rep.leader != node {
+func (c *Controller) moveLeadership(ctx context.Context, op *Operation, rep *Report, node uint64) error {
+	if rep.Leader != node {
 		return nil
 	}
 	// Only a voter that just answered (and is the most caught up of them)
 	// can take over quickly; a registered node may still be a dead one
 	// whose lease has not expired.
 	var target uint64
-	for _, r := range rep.desc.GetReplicas() {
+	for _, r := range rep.Desc.GetReplicas() {
 		id := r.GetNodeId()
-		applied, answered := rep.applied[id]
+		applied, answered := rep.Applied[id]
 		if id == node || r.GetLearner() || !answered || c.cfg.Meta.State().Nodes[id] == nil {
 			continue
 		}
-		if target == 0 || applied > rep.applied[target] {
+		if target == 0 || applied > rep.Applied[target] {
 			target = id
 		}
 	}
@@ -269,6 +262,10 @@ func (c *Controller) moveLeadership(ctx context.Context, op *Operation, rep *rep
 	return c.progress(ctx, op, "transfer leadership", StateDone, fmt.Sprintf("node %d -> node %d", node, target), 0.78)
 }
 
+// ErrTableGone reports a routing copy that cannot be written because its
+// table's ring is gone (the table was dropped meanwhile).
+var ErrTableGone = errors.New("placement: the table's ring is gone")
+
 // syncCopy writes d as the partition's routing copy unless the copy is
 // already at least as new.
 func (c *Controller) syncCopy(ctx context.Context, d *kvpb.Descriptor) error {
@@ -276,7 +273,8 @@ func (c *Controller) syncCopy(ctx context.Context, d *kvpb.Descriptor) error {
 		return nil
 	}
 	for {
-		old := c.cfg.Meta.State().TablePartition(d.GetTableId(), d.GetId())
+		st := c.cfg.Meta.State()
+		old := st.TablePartition(d.GetTableId(), d.GetId())
 		if old != nil && old.GetGeneration() >= d.GetGeneration() && sameReplicas(old, d) {
 			return nil
 		}
@@ -284,10 +282,29 @@ func (c *Controller) syncCopy(ctx context.Context, d *kvpb.Descriptor) error {
 		if !errors.Is(err, cluster.ErrConflict) {
 			return err
 		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
-			return ctx.Err()
+		if err := c.afterConflict(ctx, d.GetTableId()); err != nil {
+			return fmt.Errorf("sync partition %d: %w", d.GetId(), err)
 		}
 	}
+}
+
+// afterConflict prepares the retry of a compare-and-swap on table's ring
+// that lost: the store holds something the local state does not show yet,
+// so the state catches up first (retrying on the same stale copy would
+// lose forever if the watch stalled). A conflict also means the ring is
+// gone (SyncPartition refuses to resurrect a dropped table's ring), and
+// then no retry can succeed.
+func (c *Controller) afterConflict(ctx context.Context, table uint64) error {
+	if !sleepCtx(ctx, 50*time.Millisecond) {
+		return ctx.Err()
+	}
+	if err := c.cfg.Meta.CatchUp(ctx); err != nil {
+		return err
+	}
+	if len(c.cfg.Meta.State().Ring(table).Partitions()) == 0 {
+		return fmt.Errorf("table %d: %w", table, ErrTableGone)
+	}
+	return nil
 }
 
 func sameReplicas(a, b *kvpb.Descriptor) bool {
@@ -373,8 +390,8 @@ func (c *Controller) runSplit(ctx context.Context, op *Operation) error {
 	if err != nil {
 		return err
 	}
-	left, right := rep.desc, (*kvpb.Descriptor)(nil)
-	if rep.desc.GetEnd() >= *op.SplitToken {
+	left, right := rep.Desc, (*kvpb.Descriptor)(nil)
+	if rep.Desc.GetEnd() >= *op.SplitToken {
 		if err := c.progress(ctx, op, "split", StateRunning, fmt.Sprintf("at token %d", *op.SplitToken), 0.3); err != nil {
 			return err
 		}
@@ -383,12 +400,19 @@ func (c *Controller) runSplit(ctx context.Context, op *Operation) error {
 			return fmt.Errorf("split: %w", err)
 		}
 	} else {
-		right = &kvpb.Descriptor{Id: op.RightID, TableId: left.GetTableId(), Start: *op.SplitToken, End: -1}
+		// The split applied already (a resumed run): the right half is
+		// what its replicas say. When none answers it stays unknown (nil)
+		// and only the left half is published here; the rounds' ring sync
+		// adds the right half once it answers. (A placeholder descriptor
+		// used to stand in for it, [token, -1]: for a negative token that
+		// is a range, and publishing it put a replica-less partition with
+		// the wrong end into the ring.)
+		right = nil
 		if r, err := c.observe(ctx, op.RightID, nodesOf(left)...); err == nil {
-			right = r.desc
+			right = r.Desc
 		}
 	}
-	if err := c.progress(ctx, op, "split", StateDone, fmt.Sprintf("[%d, %d] and [%d, %d]", left.GetStart(), left.GetEnd(), right.GetStart(), right.GetEnd()), 0.7); err != nil {
+	if err := c.progress(ctx, op, "split", StateDone, fmt.Sprintf("%s and %s", rangeOf(left), rangeOf(right)), 0.7); err != nil {
 		return err
 	}
 	if err := c.publishSplit(ctx, left, right); err != nil {
@@ -406,7 +430,7 @@ func (c *Controller) publishSplit(ctx context.Context, left, right *kvpb.Descrip
 		switch {
 		case parent == nil:
 			return fmt.Errorf("partition %d is gone from the routing copy", left.GetId())
-		case rightCopy != nil || !hasRange(right):
+		case rightCopy != nil || right == nil || !hasRange(right):
 			return c.syncCopy(ctx, left)
 		case parent.GetGeneration() >= left.GetGeneration():
 			return c.syncCopy(ctx, right)
@@ -415,10 +439,18 @@ func (c *Controller) publishSplit(ctx context.Context, left, right *kvpb.Descrip
 		if !errors.Is(err, cluster.ErrConflict) {
 			return err
 		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
-			return ctx.Err()
+		if err := c.afterConflict(ctx, left.GetTableId()); err != nil {
+			return fmt.Errorf("publish the split of partition %d: %w", left.GetId(), err)
 		}
 	}
+}
+
+// rangeOf shows a partition's token range, "unknown" for nil.
+func rangeOf(d *kvpb.Descriptor) string {
+	if d == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("[%d, %d]", d.GetStart(), d.GetEnd())
 }
 
 func nodesOf(d *kvpb.Descriptor) []uint64 {

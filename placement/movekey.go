@@ -49,21 +49,21 @@ func (c *Controller) runMoveKey(ctx context.Context, op *Operation) error {
 			return err
 		}
 		var from, to uint64
-		for _, r := range rep.desc.GetReplicas() {
+		for _, r := range rep.Desc.GetReplicas() {
 			if !want[r.GetNodeId()] && from == 0 {
 				from = r.GetNodeId()
 			}
 		}
 		for _, n := range op.ToNodes {
-			if replicaOn(rep.desc, n) == nil && to == 0 {
+			if replicaOn(rep.Desc, n) == nil && to == 0 {
 				to = n
 			}
 		}
 		if to == 0 || from == 0 {
-			if err := c.syncCopy(ctx, rep.desc); err != nil {
+			if err := c.syncCopy(ctx, rep.Desc); err != nil {
 				return err
 			}
-			return c.progress(ctx, op, "move", StateDone, fmt.Sprintf("replicas %s", replicaNames(rep.desc)), 1)
+			return c.progress(ctx, op, "move", StateDone, fmt.Sprintf("replicas %s", replicaNames(rep.Desc)), 1)
 		}
 		mv := &Operation{ID: op.ID, Kind: KindMove, Partition: op.Partition, Table: op.Table, From: from, To: to, reportTo: op}
 		if err := c.progress(ctx, op, "move", StateRunning, fmt.Sprintf("node %d -> node %d", from, to), 0.5); err != nil {

@@ -81,7 +81,11 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 		if failed > 0 && round > 20 {
 			return fmt.Errorf("%d moves failed", failed)
 		}
-		// Plan the next moves.
+		// Plan the next moves, on a state that shows the children's
+		// (done in the store, maybe not yet in the watched state).
+		if err := c.cfg.Meta.CatchUp(ctx); err != nil {
+			return err
+		}
 		st := c.cfg.Meta.State()
 		if m := st.Members[op.Node]; draining && (m == nil || !m.Draining) {
 			// cosmosctl nodes undrain: stop; moves under way finished
@@ -93,29 +97,17 @@ func (c *Controller) runParent(ctx context.Context, op *Operation) error {
 				return errUndrained(op.Node)
 			}
 		}
-		busy := c.busyPartitions()
-		view := c.view(st, time.Now(), busy)
-		var moves []Move
-		switch op.Kind {
-		case KindRebalance:
-			moves = PlanRebalance(view, c.cfg.RebalanceTolerance, c.cfg.MaxConcurrentMoves)
-		default:
-			moves = PlanDrain(view, map[uint64]bool{op.Node: true}, c.cfg.MaxConcurrentMoves)
-			if len(moves) == 0 && c.holds(st, op.Node) && len(busy) == 0 {
-				if err := CheckDrain(view, op.Node); err != nil {
-					return fmt.Errorf("%w; the node stays draining until then, or cosmosctl nodes undrain %d ends the drain", err, op.Node)
-				}
-				return fmt.Errorf("node %d still holds replicas but no live node can take them; add a node, or cosmosctl nodes undrain %d ends the drain", op.Node, op.Node)
-			}
+		moves, next, err := planParent(c.cfg.policy(), op.Kind, op.Node, st, time.Now(), c.busyPartitions())
+		if err != nil {
+			return err
 		}
-		if len(moves) == 0 {
-			if c.holds(st, op.Node) && op.Kind != KindRebalance {
-				// Moves of other operations are in flight; wait.
-				if !sleepCtx(ctx, 500*time.Millisecond) {
-					return ctx.Err()
-				}
-				continue
+		if next == parentWait {
+			if !sleepCtx(ctx, 500*time.Millisecond) {
+				return ctx.Err()
 			}
+			continue
+		}
+		if next == parentFinished {
 			break
 		}
 		for _, m := range moves {
@@ -167,21 +159,6 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// holds reports whether node holds any replica in the routing copies.
-func (c *Controller) holds(st *cluster.State, node uint64) bool {
-	if node == 0 {
-		return false
-	}
-	for _, r := range st.Rings {
-		for _, p := range r.Partitions() {
-			if replicaOn(p, node) != nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // busyPartitions lists partitions with an operation running here.

@@ -107,7 +107,18 @@ func PlanRepairs(v View, max int) []Move {
 			if !v.Dead[r.GetNodeId()] && !failed {
 				continue
 			}
-			to, ok := v.target(p, v.Dead, load)
+			// The replica being replaced does not count towards the
+			// partition's zones and racks: its replacement should restore
+			// the zone it leaves (a failed replica's node is live, and
+			// counting it sent the replacement to another zone).
+			exclude := v.Dead
+			if failed && !v.Dead[r.GetNodeId()] {
+				exclude = map[uint64]bool{r.GetNodeId(): true}
+				for id := range v.Dead {
+					exclude[id] = true
+				}
+			}
+			to, ok := v.target(p, exclude, load)
 			if !ok {
 				break
 			}
@@ -123,12 +134,15 @@ func PlanRepairs(v View, max int) []Move {
 	return out
 }
 
-// PlanRebalance evens out replica counts across the live nodes: while the
-// most loaded node holds more than tolerance replicas above the least
-// loaded, move one replica from the former to the latter (of a partition
-// the latter does not hold, keeping zones distinct where they were). Moves
-// off draining or dead nodes come first (PlanRepairs covers dead ones).
-// At most max moves are returned; Busy partitions are left alone.
+// PlanRebalance evens out replica counts across the live nodes: while some
+// node holds more than tolerance replicas above another, move one replica
+// from the most loaded such node to the least loaded one that can take it
+// (a partition it does not hold, keeping the partition's zones distinct
+// where they were). Trying only the single most and least loaded pair
+// stalled for good when zones forbade that pair (a node alone in its zone
+// must hold every partition) although another pair could still even out.
+// Moves off draining or dead nodes are PlanDrain's and PlanRepairs'. At
+// most max moves are returned; Busy partitions are left alone.
 func PlanRebalance(v View, tolerance, max int) []Move {
 	if tolerance < 1 {
 		tolerance = 1
@@ -146,24 +160,10 @@ func PlanRebalance(v View, tolerance, max int) []Move {
 	moved := map[uint64]bool{}
 	var out []Move
 	for len(out) < max {
-		hi, lo := extremes(load)
-		if load[hi]-load[lo] <= tolerance {
-			break
-		}
-		var pick *kvpb.Descriptor
-		for _, p := range holders[hi] {
-			if v.Busy[p.GetId()] || moved[p.GetId()] || hasReplica(p, lo) {
-				continue
-			}
-			if !keepsZones(v, p, hi, lo) {
-				continue
-			}
-			pick = p
-			break
-		}
+		pick, hi, lo := rebalanceStep(v, load, holders, moved, tolerance)
 		if pick == nil {
-			// Nothing movable from the most loaded to the least loaded
-			// node; stop rather than thrash.
+			// Nothing movable between any pair that is out of balance;
+			// stop rather than thrash.
 			break
 		}
 		moved[pick.GetId()] = true
@@ -175,22 +175,38 @@ func PlanRebalance(v View, tolerance, max int) []Move {
 	return out
 }
 
-// extremes returns the most and least loaded nodes (ties by id).
-func extremes(load map[uint64]int) (hi, lo uint64) {
-	first := true
-	for id, l := range load {
-		if first {
-			hi, lo, first = id, id, false
-			continue
+// rebalanceStep finds the next rebalance move: sources from the most
+// loaded, targets from the least loaded (ties by id), the first pair more
+// than tolerance apart with a partition that can move. Every such move
+// lowers the sum of squared loads, so repeated rounds converge.
+func rebalanceStep(v View, load map[uint64]int, holders map[uint64][]*kvpb.Descriptor, moved map[uint64]bool, tolerance int) (*kvpb.Descriptor, uint64, uint64) {
+	nodes := make([]uint64, 0, len(load))
+	for id := range load {
+		nodes = append(nodes, id)
+	}
+	sort.Slice(nodes, func(i, j int) bool {
+		if load[nodes[i]] != load[nodes[j]] {
+			return load[nodes[i]] < load[nodes[j]]
 		}
-		if l > load[hi] || (l == load[hi] && id < hi) {
-			hi = id
-		}
-		if l < load[lo] || (l == load[lo] && id < lo) {
-			lo = id
+		return nodes[i] < nodes[j]
+	})
+	// Sources most loaded first, ties by lower id.
+	sources := append([]uint64(nil), nodes...)
+	sort.SliceStable(sources, func(i, j int) bool { return load[sources[i]] > load[sources[j]] })
+	for _, hi := range sources {
+		for _, lo := range nodes {
+			if load[hi]-load[lo] <= tolerance {
+				break // targets only get more loaded from here
+			}
+			for _, p := range holders[hi] {
+				if v.Busy[p.GetId()] || moved[p.GetId()] || hasReplica(p, lo) || !keepsZones(v, p, hi, lo) {
+					continue
+				}
+				return p, hi, lo
+			}
 		}
 	}
-	return hi, lo
+	return nil, 0, 0
 }
 
 // keepsZones reports whether replacing from by to in p keeps as many

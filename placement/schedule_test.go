@@ -3,13 +3,9 @@ package placement
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
@@ -23,23 +19,15 @@ import (
 // an operation from what is stored when it starts, and not at all when the
 // stored one is no longer active.
 func TestScheduleRunsFromStoredState(t *testing.T) {
-	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: filepath.Join(t.TempDir(), "etcd"), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	kv := metakv.NewMem()
+	defer kv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	// A controller with no cluster behind it: executing an operation would
 	// touch its missing metadata and router, so any execution fails the
 	// test by panicking.
-	c := &Controller{cfg: ControllerConfig{Logger: slog.New(slog.DiscardHandler)}, store: &opStore{ops: cluster.NewOperations(metakv.NewEtcd(cli, "/test/"))}}
+	c := &Controller{cfg: ControllerConfig{Logger: slog.New(slog.DiscardHandler)}, store: &opStore{ops: cluster.NewOperations(kv)}}
 	c.mu.running = map[uint64]*Operation{}
 	c.mu.busy = map[uint64]uint64{}
 
