@@ -2,7 +2,9 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,7 +254,13 @@ func (s *Server) Rebalance(ctx context.Context, req *adminpb.RebalanceRequest) (
 	resp := &adminpb.RebalanceResponse{}
 	if req.GetDryRun() {
 		view := s.placementView(st)
-		ops, _ := placement.ListOperations(ctx, s.cfg.Meta.Operations())
+		// Partitions with an operation are left out of the plan, as the
+		// controller leaves them: without the list the plan would show
+		// moves that will not happen, so a store failure fails the call.
+		ops, err := placement.ListOperations(ctx, s.cfg.Meta.Operations())
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "rebalance plan: %v", err)
+		}
 		for _, op := range ops {
 			if op.Active() && op.Partition != 0 {
 				view.Busy[op.Partition] = true
@@ -415,7 +423,18 @@ func (s *Server) ListOperations(ctx context.Context, req *adminpb.ListOperations
 func (s *Server) GetOperation(ctx context.Context, req *adminpb.GetOperationRequest) (*adminpb.Operation, error) {
 	op, err := placement.GetOperation(ctx, s.cfg.Meta.Operations(), req.GetId())
 	if err != nil {
-		return nil, status.Errorf(codes.NotFound, "%v", err)
+		// placement does not say why it failed (no sentinel): ask the
+		// store whether the record exists, so that a store that cannot
+		// be reached is not reported as a missing operation, which
+		// cosmosctl would show as final.
+		_, found, gerr := s.cfg.Meta.Operations().Get(ctx, req.GetId())
+		switch {
+		case gerr != nil:
+			return nil, status.Errorf(codes.Unavailable, "operation %d: %v", req.GetId(), gerr)
+		case !found:
+			return nil, status.Errorf(codes.NotFound, "operation %d does not exist", req.GetId())
+		}
+		return nil, status.Errorf(codes.Internal, "operation %d: %v", req.GetId(), err)
 	}
 	return toPB(s.cfg.Meta.State(), op), nil
 }
@@ -428,12 +447,26 @@ func (s *Server) ShowPartition(ctx context.Context, req *adminpb.ShowPartitionRe
 		return nil, err
 	}
 	top := int(req.GetTop())
-	if top == 0 {
-		top = 3
+	switch {
+	case top == 0:
+		top = defaultTop
+	case top > maxTop:
+		// The replica lists that many logical partitions in one message:
+		// an unbounded top would list the whole partition.
+		return nil, status.Errorf(codes.InvalidArgument, "top %d: want at most %d", top, maxTop)
 	}
 	d := st.Partition(req.GetId())
 	out := &adminpb.PartitionDetail{Partition: s.partition(st, t, d, len(st.Ring(t.ID).Partitions()), s.nodeStatus(ctx, st, true))}
-	det, err := s.cfg.Router.PartitionDetail(ctx, req.GetId(), top)
+	// The router retries until its context ends, following leaders: a
+	// partition without a reachable replica would hold a call without a
+	// deadline forever. A caller's deadline is kept (inspecting a large
+	// partition scans all its logical partitions' stats).
+	dctx, cancel := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		dctx, cancel = context.WithTimeout(ctx, s.cfg.NodeTimeout)
+	}
+	defer cancel()
+	det, err := s.cfg.Router.PartitionDetail(dctx, req.GetId(), top)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "inspect partition %d: %v", req.GetId(), err)
 	}
@@ -445,6 +478,13 @@ func (s *Server) ShowPartition(ctx context.Context, req *adminpb.ShowPartitionRe
 	}
 	return out, nil
 }
+
+// ShowPartition's top: the default, and the most logical partitions a
+// replica lists in one answer (cosmosctl's --top accepts 1 to 1000).
+const (
+	defaultTop = 3
+	maxTop     = 1000
+)
 
 func logicalPB(t *schema.Table, pk []byte, token, bytes, rows int64, ru float64) *adminpb.LogicalPartition {
 	lp := &adminpb.LogicalPartition{Token: token, Bytes: bytes, Rows: rows, RuPerSec: ru}
@@ -481,7 +521,7 @@ func (s *Server) SetThroughput(ctx context.Context, req *adminpb.SetThroughputRe
 			return nil
 		})
 		if err != nil {
-			return nil, status.Errorf(codes.NotFound, "%v", err)
+			return nil, catalogErr(err)
 		}
 		return resp, nil
 	}
@@ -493,12 +533,34 @@ func (s *Server) SetThroughput(ctx context.Context, req *adminpb.SetThroughputRe
 		t.Options.Throughput = req.GetRuPerSec()
 		return nil
 	}); err != nil {
-		return nil, status.Errorf(codes.Unavailable, "%v", err)
+		return nil, catalogErr(err)
 	}
 	resp.Partitions = uint32(len(st.Ring(t.ID).Partitions()))
-	resp.PartitionsNeeded = resp.Partitions
-	if maxRU := s.cfg.PhysicalPartitionMaxRU; maxRU > 0 && req.GetRuPerSec() > 0 {
-		resp.PartitionsNeeded = uint32(max(int64(resp.Partitions), (req.GetRuPerSec()+maxRU-1)/maxRU))
-	}
+	resp.PartitionsNeeded = max(resp.Partitions, partitionsFor(req.GetRuPerSec(), s.cfg.PhysicalPartitionMaxRU))
 	return resp, nil
+}
+
+// partitionsFor is how many partitions of at most maxRU RU/s each carry
+// ru RU/s: ru/maxRU rounded up, without the overflow of (ru+maxRU-1)/maxRU
+// near MaxInt64 (which made a huge throughput need no partitions), and at
+// most MaxUint32 (the field's range). 0 when either is not positive.
+func partitionsFor(ru, maxRU int64) uint32 {
+	if ru <= 0 || maxRU <= 0 {
+		return 0
+	}
+	n := ru / maxRU
+	if ru%maxRU != 0 {
+		n++
+	}
+	return uint32(min(n, math.MaxUint32))
+}
+
+// catalogErr is the status of a failed catalog change: NotFound when the
+// keyspace or table does not exist (it may have been dropped since the
+// request was checked), Unavailable when the store failed.
+func catalogErr(err error) error {
+	if errors.Is(err, cluster.ErrKeyspaceNotFound) || errors.Is(err, cluster.ErrTableNotFound) {
+		return status.Errorf(codes.NotFound, "%v", err)
+	}
+	return status.Errorf(codes.Unavailable, "%v", err)
 }

@@ -18,19 +18,24 @@ import (
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/ring"
-	"github.com/cosmosd/cosmosd/router"
 	"github.com/cosmosd/cosmosd/schema"
 )
 
 // Config configures the admin service.
 type Config struct {
-	Meta   *cluster.Meta
-	Router *router.Router
-	// DeadAfter classifies unregistered nodes as suspect or dead.
+	// Meta is the cluster metadata (*cluster.Meta). Required.
+	Meta MetaView
+	// Router reaches the nodes' replicas (*router.Router). Required.
+	Router NodeClient
+	// DeadAfter is how long an unregistered member stays suspect before
+	// it is shown dead. Default 0: dead as soon as it is seen down.
 	DeadAfter time.Duration
-	// Catalog changes table options (throughput).
-	Catalog *cluster.Catalog
-	// PhysicalPartitionMaxRU is the most RU/s one partition may be given.
+	// Catalog changes table and keyspace options (throughput)
+	// (*cluster.Catalog); nil makes SetThroughput answer Unimplemented.
+	Catalog CatalogWriter
+	// PhysicalPartitionMaxRU is the most RU/s one partition may be given;
+	// SetThroughput reports how many partitions a table needs for its new
+	// throughput from it. 0: no limit (no extra partitions needed).
 	PhysicalPartitionMaxRU int64
 	// MaxProvisionedThroughput is the most RU/s SetThroughput accepts for
 	// a table or keyspace; 0 means no limit.
@@ -38,9 +43,11 @@ type Config struct {
 	// MaxPartitionsPerTable refuses operator splits of a table that has
 	// this many physical partitions already; 0 means no limit.
 	MaxPartitionsPerTable int
-	// NodeTimeout bounds the wait for one node's answer. Default 3s.
+	// NodeTimeout bounds the wait for one node's replica status, and for
+	// a partition's details when the caller set no deadline. Default 3s.
 	NodeTimeout time.Duration
-	Logger      *slog.Logger
+	// Logger receives state changes (a node undrained); nil discards.
+	Logger *slog.Logger
 }
 
 // Server implements adminpb.AdminServer.
@@ -51,7 +58,7 @@ type Server struct {
 
 // NewServer returns the admin service.
 func NewServer(cfg Config) *Server {
-	if cfg.NodeTimeout == 0 {
+	if cfg.NodeTimeout <= 0 {
 		cfg.NodeTimeout = 3 * time.Second
 	}
 	if cfg.Logger == nil {
