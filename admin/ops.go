@@ -167,6 +167,11 @@ func (s *Server) Move(ctx context.Context, req *adminpb.MoveRequest) (*adminpb.O
 	if st.Nodes[to] == nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %s is not live", req.GetTo())
 	}
+	// A draining or decommissioned node takes no replicas: the controller
+	// would move this one away again at once.
+	if n, m := st.Nodes[to], st.Members[to]; n.Draining || (m != nil && (m.Draining || m.Decommissioned)) {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %s is draining or decommissioned and takes no replicas (cosmosctl nodes undrain to take it back)", req.GetTo())
+	}
 	return s.submit(ctx, &placement.Operation{Kind: placement.KindMove, Table: t.ID, Partition: d.GetId(), From: from, To: to, Reason: "requested by an operator"})
 }
 
@@ -257,7 +262,7 @@ func (s *Server) Rebalance(ctx context.Context, req *adminpb.RebalanceRequest) (
 		// Partitions with an operation are left out of the plan, as the
 		// controller leaves them: without the list the plan would show
 		// moves that will not happen, so a store failure fails the call.
-		ops, err := placement.ListOperations(ctx, s.cfg.Meta.Operations())
+		ops, err := s.listOperations(ctx)
 		if err != nil {
 			return nil, status.Errorf(codes.Unavailable, "rebalance plan: %v", err)
 		}
@@ -323,24 +328,12 @@ func (s *Server) drainOp(ctx context.Context, ref, kind string) (*adminpb.Operat
 	return s.submit(ctx, &placement.Operation{Kind: kind, Node: id, Reason: "requested by an operator"})
 }
 
-// placementView is the cluster as the controller plans on it: live nodes
-// that take replicas (registered, neither draining nor decommissioned) and
-// the partitions of existing tables.
+// placementView is the cluster as the controller plans on it
+// (placement.ViewOf): live nodes that take replicas (registered, neither
+// draining nor decommissioned), dead members and the partitions of
+// existing tables.
 func (s *Server) placementView(st *cluster.State) placement.View {
-	view := placement.View{Dead: map[uint64]bool{}, Busy: map[uint64]bool{}}
-	for _, id := range st.NodeIDs() {
-		n := st.Nodes[id]
-		if m := st.Members[id]; n.Draining || (m != nil && (m.Draining || m.Decommissioned)) {
-			continue
-		}
-		view.Live = append(view.Live, placement.Node{ID: id, Zone: n.Label("zone", ""), Rack: n.Label("rack", "")})
-	}
-	for _, r := range st.Rings {
-		if st.Schema.ByID[r.Table()] != nil {
-			view.Parts = append(view.Parts, r.Partitions()...)
-		}
-	}
-	return view
+	return placement.ViewOf(st, time.Now(), s.cfg.DeadAfter, map[uint64]bool{})
 }
 
 // nodeLabel names a node in messages: "name (id N)".
@@ -384,7 +377,7 @@ func (s *Server) UndrainNode(ctx context.Context, req *adminpb.NodeRequest) (*ad
 	if decommissioned {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %s is decommissioned; a decommissioned node does not come back (start it with an empty data directory to join as a new node)", nodeLabel(st, id))
 	}
-	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Operations())
+	ops, err := s.listOperations(ctx)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "%v", err)
 	}
@@ -399,9 +392,22 @@ func (s *Server) UndrainNode(ctx context.Context, req *adminpb.NodeRequest) (*ad
 	return resp, nil
 }
 
+// listOperations lists the operations, newest first. A record that does
+// not decode is logged for an operator and left out, so that one bad
+// record does not hide every other operation; an error means the store
+// could not be read.
+func (s *Server) listOperations(ctx context.Context) ([]*placement.Operation, error) {
+	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Operations())
+	if errors.Is(err, placement.ErrCorruptOperation) {
+		s.cfg.Logger.Warn("list operations: skipping a record that does not decode", "err", err)
+		err = nil
+	}
+	return ops, err
+}
+
 // ListOperations implements adminpb.AdminServer.
 func (s *Server) ListOperations(ctx context.Context, req *adminpb.ListOperationsRequest) (*adminpb.ListOperationsResponse, error) {
-	ops, err := placement.ListOperations(ctx, s.cfg.Meta.Operations())
+	ops, err := s.listOperations(ctx)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "%v", err)
 	}
@@ -422,19 +428,15 @@ func (s *Server) ListOperations(ctx context.Context, req *adminpb.ListOperations
 // GetOperation implements adminpb.AdminServer.
 func (s *Server) GetOperation(ctx context.Context, req *adminpb.GetOperationRequest) (*adminpb.Operation, error) {
 	op, err := placement.GetOperation(ctx, s.cfg.Meta.Operations(), req.GetId())
-	if err != nil {
-		// placement does not say why it failed (no sentinel): ask the
-		// store whether the record exists, so that a store that cannot
-		// be reached is not reported as a missing operation, which
-		// cosmosctl would show as final.
-		_, found, gerr := s.cfg.Meta.Operations().Get(ctx, req.GetId())
-		switch {
-		case gerr != nil:
-			return nil, status.Errorf(codes.Unavailable, "operation %d: %v", req.GetId(), gerr)
-		case !found:
-			return nil, status.Errorf(codes.NotFound, "operation %d does not exist", req.GetId())
-		}
-		return nil, status.Errorf(codes.Internal, "operation %d: %v", req.GetId(), err)
+	switch {
+	case errors.Is(err, placement.ErrNoOperation):
+		return nil, status.Errorf(codes.NotFound, "operation %d does not exist", req.GetId())
+	case errors.Is(err, placement.ErrCorruptOperation):
+		return nil, status.Errorf(codes.Internal, "%v", err)
+	case err != nil:
+		// A store that cannot be reached is not a missing operation,
+		// which cosmosctl would show as final.
+		return nil, status.Errorf(codes.Unavailable, "operation %d: %v", req.GetId(), err)
 	}
 	return toPB(s.cfg.Meta.State(), op), nil
 }

@@ -142,6 +142,14 @@ func TestMove(t *testing.T) {
 	if n := len(c.operations()); n != 1 {
 		t.Fatalf("%d operations after one accepted move", n)
 	}
+	// A draining node takes no replicas: the controller would move this
+	// one away again at once.
+	c.member(4, func(m *cluster.Member) { m.Draining = true })
+	_, err = admin.Move(tctx(t), &adminpb.MoveRequest{Partition: 100, From: "alpha", To: "n4"})
+	wantCode(t, err, codes.FailedPrecondition, "is draining or decommissioned and takes no replicas")
+	if n := len(c.operations()); n != 1 {
+		t.Fatalf("%d operations after a refused move", n)
+	}
 }
 
 // MoveKey submits the move of one logical partition to the named nodes,

@@ -125,6 +125,9 @@ type Controller struct {
 	// stopped, so that it is logged once and not every round. Owned by
 	// lead.
 	capped map[uint64]bool
+	// corrupt holds the messages of operation records that do not
+	// decode, logged once each (warnCorrupt). Owned by lead.
+	corrupt map[string]bool
 
 	mu struct {
 		sync.Mutex
@@ -226,6 +229,18 @@ func (c *Controller) lead(ctx context.Context) {
 // anyway, so a minute's delay costs nothing.
 const orphanRingsEvery = 60
 
+// warnCorrupt logs the operation records that do not decode, each once
+// per controller term rather than every round. Called by lead only.
+func (c *Controller) warnCorrupt(err error) {
+	if c.corrupt == nil {
+		c.corrupt = map[string]bool{}
+	}
+	if msg := err.Error(); !c.corrupt[msg] {
+		c.corrupt[msg] = true
+		c.cfg.Logger.Warn("operation records that do not decode are skipped", "err", err)
+	}
+}
+
 // round is one planning round: gather a snapshot (metadata, the nodes'
 // reports, the stored operations), let PlanRound decide, carry the plan
 // out and start what can run.
@@ -236,7 +251,10 @@ func (c *Controller) round(ctx context.Context, wg *sync.WaitGroup) {
 	// writes (a split's two halves, a move's new replicas; the state
 	// follows the store through a watch) planned it again.
 	ops, err := ListOperations(ctx, c.store.ops)
-	if err != nil {
+	if errors.Is(err, ErrCorruptOperation) {
+		// The others still run; the bad record stays for an operator.
+		c.warnCorrupt(err)
+	} else if err != nil {
 		log.Warn("list operations", "err", err)
 		return
 	}

@@ -655,3 +655,40 @@ func TestSyncCopyOfDroppedTable(t *testing.T) {
 		t.Fatalf("syncCopy of a dropped table's partition: %v, want ErrTableGone", err)
 	}
 }
+
+// One stored operation that does not decode neither hides the others nor
+// stops the controller: it lists the rest, with an error that says which
+// record is bad, and keeps running operations.
+func TestCorruptOperationRecordIsSkipped(t *testing.T) {
+	tc := newTestCluster(t)
+	ops := tc.meta.Operations()
+	if err := Submit(tc.ctx, ops, &Operation{Kind: KindSplit, Partition: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ops.Put(tc.ctx, 999, []byte("{not json")); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	listed, err := ListOperations(tc.ctx, ops)
+	if !errors.Is(err, ErrCorruptOperation) || !strings.Contains(err.Error(), "operation 999") {
+		t.Fatalf("list with a corrupt record: %v, want ErrCorruptOperation naming 999", err)
+	}
+	if len(listed) != 1 || listed[0].Kind != KindSplit {
+		t.Fatalf("listed %v, want the good operation", listed)
+	}
+	if _, err := GetOperation(tc.ctx, ops, 999); !errors.Is(err, ErrCorruptOperation) {
+		t.Fatalf("get of the corrupt record: %v", err)
+	}
+	if _, err := GetOperation(tc.ctx, ops, 12345); !errors.Is(err, ErrNoOperation) {
+		t.Fatalf("get of a missing record: %v", err)
+	}
+	// The controller keeps deciding: a node that goes away is marked.
+	tc.addNode(1, "a")
+	c := tc.controller(1, nil)
+	stop := tc.run(c)
+	defer stop()
+	tc.stopNode(1)
+	tc.waitState("node 1 marked down", func(st *cluster.State) bool {
+		m := st.Members[1]
+		return m != nil && !m.DownSince.IsZero()
+	})
+}

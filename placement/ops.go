@@ -132,10 +132,18 @@ type opStore struct {
 // fence returns the conditions that hold while the writer leads.
 type fence func() []metakv.Cond
 
+// Errors of the operation store, matched with errors.Is.
+var (
+	// ErrNoOperation: no operation has the id.
+	ErrNoOperation = errors.New("no such operation")
+	// ErrCorruptOperation: a stored record does not decode.
+	ErrCorruptOperation = errors.New("stored operation does not decode")
+)
+
 func decodeOperation(id uint64, raw []byte) (*Operation, error) {
 	op := &Operation{}
 	if err := json.Unmarshal(raw, op); err != nil {
-		return nil, fmt.Errorf("decode operation %d: %w", id, err)
+		return nil, fmt.Errorf("operation %d: %w: %w", id, ErrCorruptOperation, err)
 	}
 	return op, nil
 }
@@ -180,22 +188,28 @@ func Submit(ctx context.Context, ops *cluster.Operations, op *Operation) error {
 	return (&opStore{ops: ops}).save(ctx, nil, op)
 }
 
-// ListOperations returns all operations, newest first.
+// ListOperations returns all operations, newest first. A record that does
+// not decode does not hide the others: they are returned with an error
+// that matches ErrCorruptOperation and names it, so the controller keeps
+// working and an operator sees the rest. Any other error means nothing
+// was read.
 func ListOperations(ctx context.Context, ops *cluster.Operations) ([]*Operation, error) {
 	raws, err := ops.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Operation, 0, len(raws))
+	var corrupt []error
 	for id, raw := range raws {
 		op, err := decodeOperation(id, raw)
 		if err != nil {
-			return nil, err
+			corrupt = append(corrupt, err)
+			continue
 		}
 		out = append(out, op)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
-	return out, nil
+	return out, errors.Join(corrupt...)
 }
 
 // GetOperation returns one operation.
@@ -205,7 +219,7 @@ func GetOperation(ctx context.Context, ops *cluster.Operations, id uint64) (*Ope
 		return nil, err
 	}
 	if op == nil {
-		return nil, fmt.Errorf("operation %d does not exist", id)
+		return nil, fmt.Errorf("operation %d: %w", id, ErrNoOperation)
 	}
 	return op, nil
 }
