@@ -51,10 +51,12 @@ func (e *Executor) authState() *auth.State {
 // allowed reports whether user holds p on r, catching up with etcd before
 // saying no.
 func (e *Executor) allowed(user string, p auth.Permission, r auth.Resource) bool {
+	// Read before the check, not after: a grant the watch publishes in
+	// between would otherwise be taken for nothing new (see run).
+	before := e.cfg.Meta.State().Revision
 	if e.authState().Allowed(user, p, r) {
 		return true
 	}
-	before := e.cfg.Meta.State().Revision
 	if !e.catchUp() || e.cfg.Meta.State().Revision == before {
 		return false
 	}

@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
+	"github.com/cosmosd/cosmosd/cql/exec/exectest"
 	"github.com/cosmosd/cosmosd/cqltype"
 	"github.com/cosmosd/cosmosd/schema"
 )
 
-// ddlExecutor returns an executor over a real embedded etcd, without a
-// router (DDL and virtual tables only), with the keyspace ks.
+// ddlExecutor returns an executor over a real Meta and Catalog on the
+// in-memory metadata store, without a router (DDL and virtual tables
+// only), with the keyspace ks.
 func ddlExecutor(t *testing.T) (*Executor, *cluster.Meta) {
 	t.Helper()
 	e, meta, _ := ddlExecutorKV(t)
@@ -27,22 +25,7 @@ func ddlExecutor(t *testing.T) (*Executor, *cluster.Meta) {
 // tests that write records directly.
 func ddlExecutorKV(t *testing.T) (*Executor, *cluster.Meta, metakv.Store) {
 	t.Helper()
-	etcd, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	kv := metakv.NewEtcd(cli, cluster.DefaultPrefix)
-	meta, err := cluster.OpenMeta(context.Background(), kv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(meta.Close)
+	kv, meta := exectest.NewMeta(t)
 	catalog := cluster.NewCatalog(meta)
 	e := New(Config{NodeID: 1, Meta: meta, Catalog: catalog, Placer: &fuzzPlacer{catalog: catalog},
 		Local: LocalNode{HostID: "8f3b9e52-7c0e-4a55-9d7a-1f2e3d4c5b6a", Datacenter: "dc1", Rack: "r1"}})

@@ -10,6 +10,16 @@
 // types, partition-key indexes, result columns) always agrees with what
 // execution accepts.
 //
+// The executor reaches the cluster only through the ports it declares
+// (ports.go): a MetaView of the metadata, the Catalog that changes the
+// schema, the KV port that carries requests to the partitions, and the
+// RoleStore. Production passes *cluster.Meta, *cluster.Catalog,
+// *router.Router and *cluster.Roles; tests pass a real Meta and Catalog on
+// the in-memory metadata store and a KV port over in-process partitions
+// (package exectest), and the scripts of testdata/cql (TestDataDriven) run
+// CQL against them in milliseconds, showing the rows, the errors and the
+// requests sent.
+//
 // Errors are *Error values carrying the CQL error code; the server encodes
 // them. Bad input never panics and never reaches storage: values are
 // validated against their column types, sizes against the configured

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/partition"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -33,12 +32,18 @@ type LocalNode struct {
 
 // Config configures an Executor.
 type Config struct {
-	NodeID  uint64
-	Local   LocalNode
-	Meta    *cluster.Meta
-	Catalog *cluster.Catalog
-	Router  *router.Router
-	Placer  Placer
+	NodeID uint64
+	Local  LocalNode
+	// Meta is the cluster metadata (*cluster.Meta in production).
+	Meta MetaView
+	// Catalog changes the schema (*cluster.Catalog in production);
+	// required by DDL.
+	Catalog Catalog
+	// Router carries key-value requests to the partitions (*router.Router
+	// in production); required by DML.
+	Router KV
+	// Placer places a new table's partitions; required by CREATE TABLE.
+	Placer Placer
 	// MaxValueBytes bounds one value (default 2 MiB).
 	MaxValueBytes int
 	// LogicalPartitionMaxBytes bounds one logical partition (default 20 GB).
@@ -106,7 +111,9 @@ type Config struct {
 	// Roles stores the roles and permissions. Required by RequireAuth;
 	// when set without it, DROP KEYSPACE and DROP TABLE still revoke the
 	// permissions granted on what they drop.
-	Roles *cluster.Roles
+	// A nil *cluster.Roles must not be passed here: it would be a
+	// non-nil RoleStore.
+	Roles RoleStore
 	// PasswordHashCost is the bcrypt cost of the passwords CREATE and
 	// ALTER ROLE set. Default auth.DefaultHashCost (10, as Cassandra).
 	PasswordHashCost int
@@ -359,6 +366,11 @@ func (e *Executor) run(ctx context.Context, sess *Session, stmt parser.Statement
 		start := time.Now()
 		defer func() { obs(stmt, sess.Keyspace(), time.Since(start)) }()
 	}
+	// The revision is read before the statement is analysed: read after
+	// it, it could already include the change the analysis missed (the
+	// watch published it in between), and the catch-up would seem to
+	// bring nothing new.
+	before := e.cfg.Meta.State().Revision
 	res, err := e.dispatch(ctx, sess, stmt, b, req, text)
 	var ce *Error
 	if err == nil || !errors.As(err, &ce) || ce.Code != CodeInvalid {
@@ -369,7 +381,6 @@ func (e *Executor) run(ctx context.Context, sess *Session, stmt parser.Statement
 	default:
 		return res, err
 	}
-	before := e.cfg.Meta.State().Revision
 	if !e.catchUp() || e.cfg.Meta.State().Revision == before {
 		return res, err
 	}

@@ -42,9 +42,15 @@ func (s *nowSel) spec() ColumnSpec { return s.sp }
 func (s *nowSel) aggregate() bool  { return false }
 func (s *nowSel) reset()           { s.v = nil }
 func (s *nowSel) result() []byte   { return s.v }
-func (s *nowSel) add(*qrow) error {
+func (s *nowSel) add(r *qrow) error {
 	if s.v == nil {
-		s.v = nowValue(s.fn, time.Now())
+		// The executor's clock (Config.Now), as the values of INSERT and
+		// WHERE use: a node's now() must not depend on where it is used.
+		at := r.at
+		if at.IsZero() {
+			at = time.Now()
+		}
+		s.v = nowValue(s.fn, at)
 	}
 	return nil
 }

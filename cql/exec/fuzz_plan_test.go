@@ -15,11 +15,8 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/cosmosd/cosmosd/cluster"
-	"github.com/cosmosd/cosmosd/cluster/metakv"
+	"github.com/cosmosd/cosmosd/cql/exec/exectest"
 	cqlparser "github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/cqltype"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -32,11 +29,11 @@ import (
 // values goes through everything the executor does before it sends a
 // request (parse, PREPARE, binding, analysis of SELECT, INSERT, UPDATE,
 // DELETE and BATCH, and the checks of DDL) against a fixed schema, without
-// a router or any node. The schema lives in a real embedded etcd followed
-// by a real cluster.Meta, which is the narrowest seam the executor has: it
-// reads the schema only through Meta. Nothing the target runs writes to
-// etcd except AllocateID for a CREATE TABLE that passed every check (the
-// placer then refuses it), so the schema stays fixed.
+// a router or any node. The schema lives in a real cluster.Meta on the
+// in-memory metadata store (metakv.Mem): the executor reads the schema
+// only through its MetaView. Nothing the target runs writes to the store
+// except AllocateID for a CREATE TABLE that passed every check (the placer
+// then refuses it), so the schema stays fixed.
 
 // fuzzSchema is the fixed schema: the tables of the CQL conformance tests
 // (test/cqltest), whose statements seed the target, and a keyspace ks with
@@ -145,34 +142,14 @@ var fuzzNow = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 // fuzzKeyspace is the session keyspace of the target's statements.
 const fuzzKeyspace = "ks"
 
-// fuzzExecutor starts, once per fuzz process, an embedded etcd holding
-// fuzzSchema and returns an executor on it whose placer refuses tables.
+// fuzzExecutor builds, once per fuzz process, a Meta on the in-memory
+// metadata store holding fuzzSchema and returns an executor on it whose
+// placer refuses tables.
 func fuzzExecutor(tb testing.TB) *Executor {
 	tb.Helper()
-	dir, err := os.MkdirTemp("", "cosmosd-fuzz-plan-")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	etcd, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: dir, ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	meta, err := cluster.OpenMeta(ctx, metakv.NewEtcd(cli, cluster.DefaultPrefix), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		meta.Close()
-		_ = cli.Close()
-		etcd.Close()
-		_ = os.RemoveAll(dir)
-	})
+	_, meta := exectest.NewMeta(tb)
 	catalog := cluster.NewCatalog(meta)
 	cfg := Config{NodeID: 1, Meta: meta, Catalog: catalog, Placer: &fuzzPlacer{catalog: catalog},
 		PreparedCacheSize: 256, Now: func() time.Time { return fuzzNow }}
@@ -194,20 +171,14 @@ func fuzzExecutor(tb testing.TB) *Executor {
 			tb.Fatalf("%s: %v", ddl, err)
 		}
 	}
-	// The schema is fixed from here: wait until Meta shows all of it.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		n := 0
-		for _, ts := range meta.State().Schema.Tables {
-			n += len(ts)
-		}
-		if n == len(fuzzSchema) {
-			break
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("meta shows %d tables of %d", n, len(fuzzSchema))
-		}
-		time.Sleep(10 * time.Millisecond)
+	// The catalog returns once Meta shows its change, so the whole schema
+	// is visible now, and fixed from here.
+	n := 0
+	for _, ts := range meta.State().Schema.Tables {
+		n += len(ts)
+	}
+	if n != len(fuzzSchema) {
+		tb.Fatalf("meta shows %d tables of %d", n, len(fuzzSchema))
 	}
 	cfg.Placer = &fuzzPlacer{refuse: true}
 	return New(cfg)

@@ -465,6 +465,10 @@ func assignmentOps(t *schema.Table, c *schema.Column, a *parser.Assignment, b *b
 		return []*kvpb.ColumnOp{{Column: c.ID, Kind: kvpb.ColumnOp_COUNTER_ADD, Value: binary.BigEndian.AppendUint64(nil, uint64(d))}}, nil
 	}
 	if a.Op != parser.AssignSet && !typ.IsMultiCell() {
+		if isCollection(typ) {
+			// Cassandra's message for l = l + [...] on a frozen list.
+			return nil, Invalid("Invalid operation (%s) for frozen collection column %s", assignText(a), c.Name)
+		}
 		return nil, Invalid("Invalid operation (%s) for non counter column %s", assignText(a), c.Name)
 	}
 	if a.Key != nil {
@@ -513,6 +517,9 @@ func assignmentOps(t *schema.Table, c *schema.Column, a *parser.Assignment, b *b
 			}
 			return []*kvpb.ColumnOp{{Column: c.ID, Kind: kvpb.ColumnOp_LIST_SET_INDEX, Index: i, Value: v.b, Type: typeName}}, nil
 		}
+		if typ.Kind == cqltype.Set {
+			return nil, Invalid("Invalid operation (%s) for set column %s", assignText(a), c.Name)
+		}
 		return nil, Invalid("Invalid operation (%s) for non collection column %s", assignText(a), c.Name)
 	}
 	if a.Op == parser.AssignPrepend && typ.Kind != cqltype.List {
@@ -559,7 +566,11 @@ func assignmentOps(t *schema.Table, c *schema.Column, a *parser.Assignment, b *b
 	return nil, Invalid("unsupported assignment to %s", c.Name)
 }
 
+// assignText renders an assignment with its terms as markers, for errors.
 func assignText(a *parser.Assignment) string {
+	if a.Key != nil {
+		return a.Column + "[?] = ?"
+	}
 	switch a.Op {
 	case parser.AssignAdd:
 		return a.Column + " = " + a.Column + " + ?"
@@ -569,6 +580,11 @@ func assignText(a *parser.Assignment) string {
 		return a.Column + " = ? + " + a.Column
 	}
 	return a.Column + " = ?"
+}
+
+// isCollection reports whether t is a list, set or map, frozen or not.
+func isCollection(t cqltype.Type) bool {
+	return t.Kind == cqltype.List || t.Kind == cqltype.Set || t.Kind == cqltype.Map
 }
 
 func (e *Executor) analyzeDelete(t *schema.Table, s *parser.DeleteStmt, b *binder, mc modContext) (*modPlan, error) {

@@ -5,39 +5,22 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cosmosd/cosmosd/auth"
 	"github.com/cosmosd/cosmosd/cluster"
-	"github.com/cosmosd/cosmosd/cluster/metakv"
+	"github.com/cosmosd/cosmosd/cql/exec/exectest"
 )
 
 // authExecutor returns an executor with authorization on (RequireAuth),
-// over a real embedded etcd, whose roles are the superuser "su" and
-// "alice" (LOGIN, no permissions), and the keyspace ks with table ks.t.
+// over a real Meta on the in-memory metadata store, whose roles are the
+// superuser "su" and "alice" (LOGIN, no permissions), and the keyspace ks
+// with table ks.t.
 func authExecutor(t *testing.T) (*Executor, *cluster.Meta) {
 	t.Helper()
-	dir := t.TempDir()
-	etcd, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: dir, ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
 	ctx := context.Background()
-	meta, err := cluster.OpenMeta(ctx, metakv.NewEtcd(cli, cluster.DefaultPrefix), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(meta.Close)
+	_, meta := exectest.NewMeta(t)
 	roles := cluster.NewRoles(meta)
 	if err := roles.Update(ctx, func(m *auth.Mutable) error {
 		m.PutRole(&auth.Role{Name: "su", Superuser: true, Login: true})

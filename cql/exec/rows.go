@@ -181,7 +181,8 @@ func (s *rowSource) decode(kv *kvpb.Row, prefix []byte) (*qrow, error) {
 	if err != nil {
 		return nil, ServerError("decode partition key: %v", err)
 	}
-	now := s.e.cfg.Now().Unix()
+	at := s.e.cfg.Now()
+	now := at.Unix()
 	hasCK := len(s.p.t.ClusteringColumns()) > 0
 	if hasCK && len(k.CK) == 0 {
 		s.static = &row
@@ -191,12 +192,12 @@ func (s *rowSource) decode(kv *kvpb.Row, prefix []byte) (*qrow, error) {
 		// follows.
 		resumedInside := samePart || (len(s.ps.resume) > len(prefix) && bytes.Equal(partitionPrefixOf(s.ps.resume), prefix))
 		if s.p.staticRows && !resumedInside && s.partHits == 0 {
-			s.pending = &qrow{token: k.Token, pk: pk, static: &row, now: now, size: len(kv.GetKey()) + len(kv.GetValue())}
+			s.pending = &qrow{token: k.Token, pk: pk, static: &row, now: now, at: at, size: len(kv.GetKey()) + len(kv.GetValue())}
 		}
 		return nil, nil
 	}
 	s.pending = nil
-	q := &qrow{token: k.Token, pk: pk, row: &row, static: s.static, now: now, size: len(kv.GetKey()) + len(kv.GetValue())}
+	q := &qrow{token: k.Token, pk: pk, row: &row, static: s.static, now: now, at: at, size: len(kv.GetKey()) + len(kv.GetValue())}
 	if hasCK {
 		if q.ck, err = decodeClustering(s.p.t, k.CK); err != nil {
 			return nil, ServerError("%v", err)
@@ -363,6 +364,7 @@ func (s *rowSource) nextVirtual() (*qrow, error) {
 		return nil, nil
 	}
 	r := s.virtual[0]
+	r.at = s.e.cfg.Now()
 	s.virtual = s.virtual[1:]
 	s.ps.offset++
 	if len(s.virtual) == 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cosmosd/cosmosd/cql/parser"
 	"github.com/cosmosd/cosmosd/cqltype"
@@ -21,6 +22,9 @@ type qrow struct {
 	// virtual rows carry values by column name.
 	virtual map[string][]byte
 	now     int64 // seconds, for ttl()
+	// at is the executor's clock when the row was read, for now() and
+	// the other time functions of SELECT (zero: the wall clock).
+	at time.Time
 	// size is the stored size of the row (key and value), what holding
 	// it in memory costs; 0 for virtual rows.
 	size int
