@@ -451,7 +451,34 @@ func (st *stage) cell(ps *partStage, m *kvpb.Mutation, op *kvpb.ColumnOp, ts, ex
 		return storage.Cell{Column: op.GetColumn(), Timestamp: c.Timestamp, Tombstone: true, Expiry: st.now}, nil
 	}
 	c.Value = v
+	collectionExpiry(&c, cur, op.GetKind())
 	return c, nil
+}
+
+// collectionExpiry sets the expiry of a collection cell that an element
+// update merged from cur. A collection is one cell with one expiry, where
+// Cassandra keeps one per element; so that no element ever expires before
+// its own TTL, the merged cell lives as long as the longest-lived of its
+// elements: never, if the elements kept or the ones written have no TTL,
+// else the later expiry. A removal writes no element and keeps what was
+// left as it was. Elements may thus outlive their TTL; they never die
+// early (an append with a TTL used to expire the elements written without
+// one).
+func collectionExpiry(c *storage.Cell, cur *storage.Cell, kind kvpb.ColumnOp_Kind) {
+	if cur == nil || cur.Tombstone {
+		return
+	}
+	switch kind {
+	case kvpb.ColumnOp_LIST_DELETE_INDEX, kvpb.ColumnOp_LIST_REMOVE, kvpb.ColumnOp_SET_REMOVE, kvpb.ColumnOp_MAP_REMOVE:
+		c.TTL, c.Expiry = cur.TTL, cur.Expiry
+	default:
+		switch {
+		case cur.Expiry == 0 || c.Expiry == 0:
+			c.TTL, c.Expiry = 0, 0
+		case cur.Expiry > c.Expiry:
+			c.TTL, c.Expiry = cur.TTL, cur.Expiry
+		}
+	}
 }
 
 func int64Value(b []byte) (int64, error) {
