@@ -50,6 +50,11 @@ func (keys) member(id uint64) string        { return fmt.Sprintf("members/%020d"
 func (keys) ops() string                    { return "ops/" }
 func (keys) op(id uint64) string            { return fmt.Sprintf("ops/%020d", id) }
 
+// StoredTableKey is the key of a table's stored definition, for tools and
+// tests that inspect or repair one (an operator removing a definition no
+// node can decode); everything else goes through Catalog.
+func StoredTableKey(keyspace, table string) string { return keys{}.table(keyspace, table) }
+
 // controllerElection is the name of the controller's election.
 func (keys) controllerElection() string { return "controller" }
 

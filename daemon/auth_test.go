@@ -9,10 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cosmosd/cosmosd/cluster"
@@ -24,12 +21,12 @@ import (
 // logger into logs, and a Meta over a real embedded etcd at endpoints.
 func authNode(t *testing.T, endpoints []string, cfg Config, logs *logbuf.Buffer) *Node {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: endpoints, Prefix: cluster.DefaultPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	meta, err := cluster.OpenMeta(context.Background(), metakv.NewEtcd(cli, cluster.DefaultPrefix), nil)
+	meta, err := cluster.OpenMeta(context.Background(), cli.Store(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
@@ -21,18 +18,18 @@ import (
 // and a real etcd that allocates ids.
 func TestBindNodeID(t *testing.T) {
 	e := startTestEtcd(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	// Every case allocates from the same counter: ids 1..3 are taken
+	// first, so an allocated id is above 3.
+	prefix := "/bind-test/"
+	cli, err := metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: e.Endpoints(), Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	const dir = "/data"
-	// Every case allocates from the same counter: ids 1..3 are taken
-	// first, so an allocated id is above 3.
-	prefix := "/bind-test/"
 	ctx := context.Background()
 	for range 3 {
-		if _, err := cluster.AllocateID(ctx, metakv.NewEtcd(cli, prefix), "node", 1); err != nil {
+		if _, err := cluster.AllocateID(ctx, cli.Store(), "node", 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +80,7 @@ func TestBindNodeID(t *testing.T) {
 				_, _ = f.Write([]byte(tc.file))
 				_ = f.Close()
 			}
-			n := &Node{cfg: Config{DataDir: dir, EtcdPrefix: prefix}, logger: slog.New(slog.DiscardHandler), metaKV: metakv.NewEtcd(cli, prefix), store: st}
+			n := &Node{cfg: Config{DataDir: dir, EtcdPrefix: prefix}, logger: slog.New(slog.DiscardHandler), metaKV: cli.Store(), store: st}
 			id, err := n.bindNodeID(ctx)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -150,7 +150,7 @@ func TestDropUndecodableTable(t *testing.T) {
 	})
 	ctx := context.Background()
 	for _, ks := range []string{"ks", "ks2"} {
-		key := "catalog/tables/" + ks + "/t"
+		key := cluster.StoredTableKey(ks, "t")
 		rec, ok, err := kv.Get(ctx, key)
 		if err != nil || !ok {
 			t.Fatalf("stored table %s.t: %v", ks, err)
