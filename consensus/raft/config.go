@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -163,6 +164,13 @@ type TestingKnobs struct {
 	// DisableAdmission steps inbound messages into raft without the
 	// checks of admit (inbound.go), to test the recovery from raft panics.
 	DisableAdmission bool
+	// BeforeLocalResponses, when set, runs on the syncer goroutine before
+	// the responses of a group's durable local writes (MsgStorageAppendResp,
+	// a leader's acknowledgement of its own entries, its own votes) go back
+	// into its raft. A test blocks in it to hold them, as a disk that is
+	// slow for that group alone would; it holds every group's later syncs
+	// meanwhile.
+	BeforeLocalResponses func(group consensus.GroupID, msgs []*pb.Message)
 }
 
 // SetDefaults fills zero fields with their documented defaults.

@@ -129,12 +129,16 @@
 // ReadIndex is served by any replica: raft forwards a follower's request to
 // the leader, which confirms its leadership with a heartbeat round
 // (ReadOnlySafe); the replica then waits until it has applied the returned
-// index. With Config.LeaseReads a leader that holds a lease answers from
-// its commit index without the round: the lease rests on CheckQuorum
-// followers refusing votes for an election timeout after they step the
-// leader's message, echoed stamps of the leader's monotonic clock, and
-// bounded clock rates; it is void during a leadership transfer and until
-// the leader commits in its term (lease.go has the argument). Concurrent
+// index. A leader hands raft no read index request, its own or forwarded,
+// before it has committed an entry of its term: raft waits for that itself
+// except in a group of one voter, whose commit index after a crash can lag
+// writes it acknowledged (etcd-io/raft#105; readHold in requests.go).
+// With Config.LeaseReads a leader that holds a lease answers from its
+// commit index without the round: the lease rests on CheckQuorum followers
+// refusing votes for an election timeout after they step the leader's
+// message, echoed stamps of the leader's monotonic clock, and bounded
+// clock rates; it is void during a leadership transfer and until the
+// leader commits in its term (lease.go has the argument). Concurrent
 // reads of a group share one raft read request per cycle. Reads that see
 // no answer within an election timeout, or when the leader changes, are
 // asked again (reads are idempotent). ONE/LOCAL_ONE reads need no call at

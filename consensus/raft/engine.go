@@ -277,9 +277,9 @@ func (e *Engine) PersistedGroups() ([]PersistedGroup, error) {
 	defer it.Close()
 	var out []PersistedGroup
 	for valid := it.First(); valid; {
-		g, ok := persistedGroupOf(it.Key())
-		if !ok {
-			return nil, fmt.Errorf("raft: %w: local key %x", ErrCorrupt, it.Key())
+		g, err := storage.LocalKeyGroup(it.Key())
+		if err != nil {
+			return nil, fmt.Errorf("raft: %w: %w", ErrCorrupt, err)
 		}
 		if st, err := e.loadApplyState(g); err != nil {
 			return nil, err
@@ -625,7 +625,7 @@ func (e *Engine) DestroyGroup(id consensus.GroupID) error {
 	}
 	b := e.cfg.Storage.NewWriteBatch()
 	defer b.Close()
-	if err := b.DeleteSpan(engineSpan(uint64(id))); err != nil {
+	if err := b.DeleteSpan(storage.EngineLocalSpan(uint64(id))); err != nil {
 		return err
 	}
 	if err := b.Commit(true); err != nil {

@@ -49,6 +49,19 @@ func TestPersistedGroups(t *testing.T) {
 	if err := e.DestroyGroup(2); err != nil {
 		t.Fatal(err)
 	}
+	// The engine's keys are gone, the state machine's replica state stays
+	// (the caller clears it, or keeps it for a replica that comes back).
+	for _, k := range [][]byte{storage.RaftLogKey(2, 1), storage.RaftHardStateKey(2), storage.RaftApplyStateKey(2)} {
+		if _, ok, err := st.Get(k); err != nil || ok {
+			t.Fatalf("key %x of a destroyed group: found=%v err=%v", k, ok, err)
+		}
+	}
+	if _, ok, err := st.Get(storage.ReplicaStateKey(2)); err != nil || !ok {
+		t.Fatalf("replica state of a destroyed group: found=%v err=%v, want it kept", ok, err)
+	}
+	if _, ok, err := st.Get(storage.RaftApplyStateKey(1)); err != nil || !ok {
+		t.Fatalf("apply state of group 1 after destroying group 2: found=%v err=%v", ok, err)
+	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +105,36 @@ func TestPersistedGroups(t *testing.T) {
 	}
 	if err := start(e, 11, 1, []consensus.Replica{{ReplicaID: 2, NodeID: 2}}); err == nil {
 		t.Fatal("bootstrap without the local replica succeeded")
+	}
+}
+
+// TestPersistedGroupsCorruptKey: a key in the group-local range too short
+// to be a group's key (prefix and group id, no kind) is reported as
+// corruption, not skipped or misread.
+func TestPersistedGroupsCorruptKey(t *testing.T) {
+	st, err := storage.Open(storage.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	b := st.NewWriteBatch()
+	short := storage.GroupLocalSpan(1).Start
+	if err := b.Set(short, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	net := NewMemNetwork(1)
+	defer net.Close()
+	e, err := New(testConfig(1, st, net))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got, err := e.PersistedGroups(); !errors.Is(err, ErrCorrupt) || !errors.Is(err, storage.ErrBadKey) {
+		t.Fatalf("PersistedGroups() = %v, %v; want ErrCorrupt wrapping storage.ErrBadKey", got, err)
 	}
 }
 

@@ -175,6 +175,11 @@ type group struct {
 	// context; readWaiters know their index and wait for it to be applied.
 	readBatches map[uint64]*readBatch
 	readWaiters []*request
+	// heldReads and heldReadMsgs are this replica's reads and its peers'
+	// read index requests that it keeps from raft while it leads without
+	// having committed an entry of its term (see readHold).
+	heldReads    []*request
+	heldReadMsgs []inMsg
 	// snapSending maps replicas to the index of the snapshot being sent to
 	// them; log truncation does not pass it.
 	snapSending map[uint64]uint64

@@ -92,7 +92,8 @@ type leaseState struct {
 	// transferTerm is a term in which this replica sent MsgTimeoutNow.
 	transferTerm uint64
 	// committedTerm is a term in which the leader's commit index is known
-	// to hold an entry of the term.
+	// to hold an entry of the term (committedInTerm; read index requests
+	// wait for it too, see readHold).
 	committedTerm uint64
 	// Follower side: the highest stamp stepped from lead in echoTerm.
 	echo     int64
@@ -181,13 +182,8 @@ func (g *group) leaseView() (leaseView, bool) {
 	if isJoint(cs) {
 		return leaseView{}, false
 	}
-	if ls.committedTerm != g.term {
-		// Once an entry of the term is committed, later commit indexes
-		// are too: look the term up once per term.
-		if t, err := g.store.Term(g.commit); err != nil || t != g.term {
-			return leaseView{}, false
-		}
-		ls.committedTerm = g.term
+	if !g.committedInTerm(g.term, g.commit) {
+		return leaseView{}, false
 	}
 	// A voter's echo proves the lease until echo + valid; the leader
 	// counts as forever. The lease lasts as long as a quorum's proofs.

@@ -312,24 +312,3 @@ func (s *logStore) installed(hs *pb.HardState) {
 	s.dropCache()
 	s.logBytes = 0
 }
-
-// persistedGroupOf decodes the group of a group-local key.
-func persistedGroupOf(key []byte) (uint64, bool) {
-	if len(key) < 10 || key[0] != storage.GroupLocalSpan(0).Start[0] {
-		return 0, false
-	}
-	var g uint64
-	for _, c := range key[1:9] {
-		g = g<<8 | uint64(c)
-	}
-	return g, true
-}
-
-// engineSpan covers every key the engine owns for a group: log, hard state,
-// apply state and the reserved engine keys, but not the state machine's
-// replica state.
-func engineSpan(group uint64) storage.Span {
-	start := append([]byte(nil), storage.RaftHardStateKey(group)...)
-	start[len(start)-1] = storage.RaftLogKey(group, 0)[9]
-	return storage.Span{Start: start, End: storage.ReplicaStateKey(group)}
-}

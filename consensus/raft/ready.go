@@ -122,6 +122,9 @@ func (g *group) prepare() (w *groupWork) {
 			continue
 		}
 		g.lastHeard[im.m.GetFrom()] = g.ticks
+		if g.holdRemoteRead(im) {
+			continue
+		}
 		g.stepRemote(im)
 		g.noteLease(im)
 		if im.m.GetFrom() == g.lead || im.m.GetFrom() == g.rn.BasicStatus().Lead {
@@ -658,6 +661,9 @@ func (g *group) finishStop(in inbox) {
 	reqs = append(reqs, rest.requests...)
 	reqs = append(reqs, g.waiting...)
 	g.waiting = nil
+	reqs = append(reqs, g.heldReads...)
+	g.heldReads = nil
+	g.heldReadMsgs = nil
 	// The requests above never reached raft: they provably did not commit,
 	// and ErrStopped lets the caller retry them on another replica. A
 	// proposal raft took may already be in a follower's log (the leader

@@ -24,6 +24,13 @@ func (g *group) handleRequests(reqs []*request, ticked bool) {
 		reqs = append(g.waiting, reqs...)
 		g.waiting = nil
 	}
+	if len(g.heldReads) > 0 {
+		// Asked again every pass: issueReads holds them for as long as
+		// it must (readHold).
+		reqs = append(g.heldReads, reqs...)
+		g.heldReads = nil
+	}
+	g.releaseReadMsgs()
 	if g.pendingRetry {
 		g.pendingRetry = false
 		g.reissueReads(false)
@@ -245,6 +252,11 @@ func (g *group) failForQuorum() {
 	}
 	clear(g.readWaiters)
 	g.readWaiters = g.readWaiters[:0]
+	for _, r := range g.heldReads {
+		r.finish(nil, noQuorum)
+	}
+	g.heldReads = nil
+	g.heldReadMsgs = nil // their senders ask again
 	for _, r := range g.waiting {
 		r.finish(nil, noQuorum)
 	}
@@ -351,8 +363,13 @@ func (g *group) indexProposals(ents []*pb.Entry) {
 	}
 }
 
-// issueReads asks raft for one read index for all of reqs.
+// issueReads asks raft for one read index for all of reqs, or holds them
+// while this replica leads without a commit in its term (readHold).
 func (g *group) issueReads(reqs []*request) {
+	if _, hold := g.readHold(); hold {
+		g.heldReads = append(g.heldReads, reqs...)
+		return
+	}
 	if g.lead == etcdraft.None {
 		// Raft would drop the request; wait for a leader.
 		g.waiting = append(g.waiting, reqs...)
@@ -363,6 +380,101 @@ func (g *group) issueReads(reqs []*request) {
 	binary.BigEndian.PutUint64(rctx[:], id)
 	g.rn.ReadIndex(rctx[:])
 	g.readBatches[id] = &readBatch{reqs: reqs, issued: g.ticks}
+}
+
+// Read index requests wait for a commit in the leader's term.
+//
+// A read index is the leader's commit index, and it covers every
+// acknowledged write only once the leader has committed an entry of its
+// own term (raft thesis, section 6.4): before that, its commit index may
+// be behind. etcd raft holds read index requests until then, except in a
+// group of one voter, whose leader answers at once (etcd-io/raft#105).
+// That is wrong after a restart: a write is acknowledged once its entry is
+// durable and applied, but the hard state recording its commit index is
+// written without a sync (nothing waits for it), so a crash can leave the
+// entry in the log and the hard state with an older commit index. The
+// restarted voter leads at once and would answer a read with that older
+// index, which its applied index reaches at once: the read would miss
+// acknowledged writes, which count as committed again only once the new
+// term's first entry commits after them (one sync later).
+//
+// So a leader keeps every read index request from raft until it has
+// committed an entry of its term: its own reads (issueReads) and those its
+// followers and learners forward (holdRemoteRead), asked again each pass
+// (handleRequests). For groups of several voters this only moves raft's own
+// hold here: the requests are released in the pass that commits the entry,
+// as raft would release them, and a leader that committed in its term (the
+// normal path) answers as before, after one cached comparison. Lease reads
+// check the same condition (leaseView).
+
+// maxHeldReadMsgs bounds the read index requests of peers a leader holds:
+// a follower sends one per pass with reads and asks again after an
+// election timeout, so beyond this the senders are misbehaving; the excess
+// is dropped (a dropped request is asked again, reads being idempotent).
+const maxHeldReadMsgs = 256
+
+// readHold reports whether raft, as of now (possibly ahead of the last
+// Ready), leads, and whether read index requests must still be kept from
+// it because it has not committed an entry of its term.
+func (g *group) readHold() (leading, hold bool) {
+	st := g.rn.BasicStatus()
+	if st.RaftState != etcdraft.StateLeader {
+		return false, false
+	}
+	return true, !g.committedInTerm(st.GetTerm(), st.GetCommit())
+}
+
+// committedInTerm reports whether commit, a leader's commit index in term,
+// holds an entry of term. Once it does, every later commit index of the
+// term does too, so the answer is looked up once per term.
+func (g *group) committedInTerm(term, commit uint64) bool {
+	if term == 0 {
+		return false
+	}
+	if g.lease.committedTerm == term {
+		return true
+	}
+	if t, err := g.store.Term(commit); err != nil || t != term {
+		return false
+	}
+	g.lease.committedTerm = term
+	return true
+}
+
+// holdRemoteRead keeps a peer's read index request from raft while
+// readHold says so; it reports whether it took im.
+func (g *group) holdRemoteRead(im inMsg) bool {
+	if im.m.GetType() != pb.MsgReadIndex {
+		return false
+	}
+	if _, hold := g.readHold(); !hold {
+		return false
+	}
+	if len(g.heldReadMsgs) < maxHeldReadMsgs {
+		g.heldReadMsgs = append(g.heldReadMsgs, im)
+	}
+	return true
+}
+
+// releaseReadMsgs steps the peers' held read index requests once the hold
+// is over; a replica that no longer leads drops them (their senders ask
+// the new leader: reissueReads).
+func (g *group) releaseReadMsgs() {
+	if len(g.heldReadMsgs) == 0 {
+		return
+	}
+	leading, hold := g.readHold()
+	if hold {
+		return
+	}
+	msgs := g.heldReadMsgs
+	g.heldReadMsgs = nil
+	if !leading {
+		return
+	}
+	for _, im := range msgs {
+		g.stepRemote(im)
+	}
 }
 
 // reissueReads asks again for the read batches raft may have lost: all of

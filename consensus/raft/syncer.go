@@ -129,6 +129,9 @@ func (s *syncer) run() {
 					}
 					out[m.node] = append(out[m.node], m.m)
 				}
+				if k := s.e.cfg.TestingKnobs; k != nil && k.BeforeLocalResponses != nil && len(w.local) > 0 {
+					k.BeforeLocalResponses(w.g.id, w.local)
+				}
 				if len(w.local) > 0 || w.postApply != 0 {
 					w.g.deliverLocal(w.gen, w.local, w.postApply)
 				}
