@@ -653,7 +653,8 @@ func (e *Executor) analyzeDelete(t *schema.Table, s *parser.DeleteStmt, b *binde
 	if err := e.conditions(p, t, s.IfExists, s.Conditions, b, keys, cp, hasTS); err != nil {
 		return nil, err
 	}
-	if p.cond != nil && !cp.fullKey && len(t.ClusteringColumns()) > 0 && (len(rowOps) > 0 || len(s.Columns) == 0) {
+	if p.cond != nil && !cp.fullKey && len(t.ClusteringColumns()) > 0 && (len(rowOps) > 0 || len(s.Columns) == 0) &&
+		!staticConditionsOnly(t, s, cp) {
 		return nil, Invalid("DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF conditions")
 	}
 	if b.prepare {
@@ -690,6 +691,23 @@ func (e *Executor) analyzeDelete(t *schema.Table, s *parser.DeleteStmt, b *binde
 		}
 	}
 	return p, nil
+}
+
+// staticConditionsOnly reports a DELETE of a whole partition (no columns,
+// no clustering restriction) whose conditions are all on static columns:
+// Cassandra accepts it without the full primary key, since the conditions
+// read only the partition's static row.
+func staticConditionsOnly(t *schema.Table, s *parser.DeleteStmt, cp *clusteringPlan) bool {
+	if len(s.Columns) > 0 || s.IfExists || len(s.Conditions) == 0 || cp.eqCols > 0 || cp.start != nil || cp.end != nil {
+		return false
+	}
+	for _, c := range s.Conditions {
+		col := t.Column(c.Column)
+		if col == nil || col.Kind != schema.Static {
+			return false
+		}
+	}
+	return true
 }
 
 // writeConsistency refuses the consistency levels Cassandra refuses for a
