@@ -28,16 +28,7 @@ func fuzzState(t testing.TB) *cluster.State {
 	s.Keyspaces["ks"] = &schema.Keyspace{Name: "ks"}
 	s.Tables["ks"] = map[string]*schema.Table{}
 	mk := func(id uint64, name string, pk ...string) {
-		tab := &schema.Table{ID: id, Keyspace: "ks", Name: name}
-		for i, typ := range pk {
-			ct, err := cqltype.Parse(typ)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tab.Columns = append(tab.Columns, schema.Column{ID: uint32(i), Name: "k" + string(rune('0'+i)), Type: ct, Kind: schema.PartitionKey, Position: i})
-		}
-		tab.Columns = append(tab.Columns, schema.Column{ID: uint32(len(pk)), Name: "v", Type: cqltype.Scalar(cqltype.Varchar), Kind: schema.Regular, Position: -1})
-		tab.Canonicalize()
+		tab := testTable(t, "ks", name, id, pk...)
 		s.Tables["ks"][name] = tab
 		s.ByID[id] = tab
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,16 +18,14 @@ import (
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/consensus"
-	"github.com/cosmosd/cosmosd/consensus/local"
 	"github.com/cosmosd/cosmosd/cqltype"
-	"github.com/cosmosd/cosmosd/partition"
 	"github.com/cosmosd/cosmosd/placement"
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/ring"
 	"github.com/cosmosd/cosmosd/router"
+	"github.com/cosmosd/cosmosd/router/routertest"
 	"github.com/cosmosd/cosmosd/schema"
-	"github.com/cosmosd/cosmosd/storage"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -84,13 +80,12 @@ type testCluster struct {
 	router  *router.Router
 }
 
-// testNode is one node: a partition store served on loopback and its
-// registration in the metadata.
+// testNode is one node (routertest.Node: a partition store on real
+// Pebble and the local engine, serving the internal service on loopback)
+// and its registration in the metadata.
 type testNode struct {
-	id    uint64
-	store *partition.Store
-	addr  string
-	reg   *cluster.Registration
+	*routertest.Node
+	reg *cluster.Registration
 }
 
 // newCluster starts nodes 1..len(names), named names, and node 1's
@@ -112,7 +107,7 @@ func newCluster(t *testing.T, names ...string) *testCluster {
 	for i, name := range names {
 		c.startNode(uint64(i+1), name, nil)
 	}
-	r := router.New(router.Config{NodeID: 1, Store: c.nodes[1].store, Meta: meta, ProbeInterval: -1})
+	r := router.New(router.Config{NodeID: 1, Store: c.nodes[1].Store, Meta: meta, ProbeInterval: -1})
 	t.Cleanup(r.Close)
 	c.router = r
 	c.catchUp()
@@ -141,35 +136,9 @@ func (c *testCluster) throughput(table uint64) (float64, int) {
 func (c *testCluster) startNode(id uint64, name string, labels map[string]string) *testNode {
 	t := c.t
 	t.Helper()
-	eng, err := storage.Open(storage.Config{FS: vfs.NewMem(), CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := local.New(local.Config{NodeID: consensus.NodeID(id), Storage: eng})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := partition.NewStore(partition.StoreConfig{NodeID: consensus.NodeID(id), Storage: eng, Consensus: cons, Throughput: c.throughput})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	kvpb.RegisterInternalServer(srv, router.NewServer(store))
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-served
-		store.Close()
-		_ = cons.Close()
-		_ = eng.Close()
-	})
-	n := &testNode{id: id, store: store, addr: ln.Addr().String()}
-	n.reg = c.register(id, name, n.addr, labels)
+	node := routertest.Start(t, routertest.Config{NodeID: consensus.NodeID(id), Throughput: c.throughput})
+	node.Serve(t, router.NewServer(node.Store))
+	n := &testNode{Node: node, reg: c.register(id, name, node.Addr, labels)}
 	c.nodes[id] = n
 	return n
 }
@@ -194,13 +163,7 @@ func (c *testCluster) register(id uint64, name, addr string, labels map[string]s
 // listens on: a node that registered and then stopped answering.
 func (c *testCluster) registerUnreachable(id uint64, name string) {
 	c.t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	c.register(id, name, addr, nil)
+	c.register(id, name, routertest.RefusedAddr(c.t), nil)
 }
 
 // member writes the member record of node id (creating it) changed by f:
@@ -228,20 +191,10 @@ func (c *testCluster) catchUp() {
 	}
 }
 
-// desc is a partition of table with voters on nodes.
-func desc(table, id uint64, start, end int64, nodes ...uint64) *kvpb.Descriptor {
-	d := &kvpb.Descriptor{Id: id, TableId: table, Start: start, End: end}
-	for i, n := range nodes {
-		d.Replicas = append(d.Replicas, &kvpb.ReplicaDescriptor{NodeId: n, ReplicaId: uint64(i + 1)})
-	}
-	d.NextReplicaId = uint64(len(nodes) + 1)
-	return d
-}
-
 // halves are the two partitions ids id and id+1 of table covering every
 // token, split at 0, with replicas on nodes.
 func halves(table, id uint64, nodes ...uint64) []*kvpb.Descriptor {
-	return []*kvpb.Descriptor{desc(table, id, math.MinInt64, -1, nodes...), desc(table, id+1, 0, math.MaxInt64, nodes...)}
+	return []*kvpb.Descriptor{routertest.Desc(table, id, math.MinInt64, -1, nodes...), routertest.Desc(table, id+1, 0, math.MaxInt64, nodes...)}
 }
 
 // createTable creates keyspace ks (if needed) and table ks.name with id,
@@ -255,7 +208,25 @@ func (c *testCluster) createTable(ks, name string, id uint64, pk []string, parts
 	if _, err := c.catalog.CreateKeyspace(tctx(t), &schema.Keyspace{Name: ks, Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "3"}}, true); err != nil {
 		t.Fatal(err)
 	}
-	tab := &schema.Table{ID: id, Keyspace: ks, Name: name, UUID: cluster.NewUUID()}
+	tab := testTable(t, ks, name, id, pk...)
+	tab.UUID = cluster.NewUUID()
+	if ok, err := c.catalog.CreateTable(tctx(t), tab, parts, false); !ok || err != nil {
+		t.Fatalf("create table %s.%s: %v %v", ks, name, ok, err)
+	}
+	for _, d := range parts {
+		if n := c.nodes[d.GetReplicas()[0].GetNodeId()]; n != nil {
+			n.Bootstrap(t, d)
+		}
+	}
+	c.catchUp()
+	return c.meta.State().Schema.Table(ks, name)
+}
+
+// testTable is table ks.name with id, partition-key columns k0, k1, ...
+// of types pk (CQL type names) and a text column v.
+func testTable(t testing.TB, ks, name string, id uint64, pk ...string) *schema.Table {
+	t.Helper()
+	tab := &schema.Table{ID: id, Keyspace: ks, Name: name}
 	for i, typ := range pk {
 		ct, err := cqltype.Parse(typ)
 		if err != nil {
@@ -266,30 +237,7 @@ func (c *testCluster) createTable(ks, name string, id uint64, pk []string, parts
 	tab.Columns = append(tab.Columns, schema.Column{ID: uint32(len(pk)), Name: "v", Type: cqltype.Scalar(cqltype.Varchar), Kind: schema.Regular, Position: -1})
 	tab.NextColumnID = uint32(len(pk) + 1)
 	tab.Canonicalize()
-	if ok, err := c.catalog.CreateTable(tctx(t), tab, parts, false); !ok || err != nil {
-		t.Fatalf("create table %s.%s: %v %v", ks, name, ok, err)
-	}
-	for _, d := range parts {
-		n := c.nodes[d.GetReplicas()[0].GetNodeId()]
-		if n == nil {
-			continue
-		}
-		own := &kvpb.Descriptor{Id: d.GetId(), TableId: d.GetTableId(), Start: d.GetStart(), End: d.GetEnd(), Generation: d.GetGeneration(),
-			Replicas: []*kvpb.ReplicaDescriptor{{NodeId: n.id, ReplicaId: 1}}, NextReplicaId: 2}
-		if _, err := n.store.Bootstrap(tctx(t), own); err != nil {
-			t.Fatal(err)
-		}
-		waitUntil(t, "partition leader", func() bool {
-			rep, ok := n.store.Replica(d.GetId())
-			if !ok {
-				return false
-			}
-			st, err := rep.Status(false)
-			return err == nil && st.GetLeader()
-		})
-	}
-	c.catchUp()
-	return c.meta.State().Schema.Table(ks, name)
+	return tab
 }
 
 // write upserts v into the row of partition key pk (CQL literals, one per
@@ -341,26 +289,12 @@ func (c *testCluster) serve(cfg Config, noCatalog bool) adminpb.AdminClient {
 // client of it.
 func serveAdmin(t *testing.T, srv *Server) adminpb.AdminClient {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, _ := routertest.ServeGRPC(t, func(gs *grpc.Server) { adminpb.RegisterAdminServer(gs, srv) })
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer()
-	adminpb.RegisterAdminServer(gs, srv)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = gs.Serve(ln)
-	}()
-	cc, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.Close()
-		gs.Stop()
-		<-served
-	})
+	t.Cleanup(func() { _ = cc.Close() })
 	return adminpb.NewAdminClient(cc)
 }
 
@@ -384,17 +318,5 @@ func wantCode(t *testing.T, err error, code codes.Code, contains string) {
 	}
 	if st.Code() != code || !strings.Contains(st.Message(), contains) {
 		t.Fatalf("error %v %q, want %v with %q", st.Code(), st.Message(), code, contains)
-	}
-}
-
-// waitUntil polls cond until it holds or ten seconds pass.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/ring"
+	"github.com/cosmosd/cosmosd/router/routertest"
 	"github.com/cosmosd/cosmosd/schema"
 )
 
@@ -24,7 +25,7 @@ import (
 func ringCluster(t *testing.T) (*testCluster, *schema.Table, *schema.Table) {
 	c := newCluster(t, "alpha", "bravo", "charlie")
 	users := c.createTable("ks", "users", 10, []string{"text"}, halves(10, 100, 1, 2, 3))
-	events := c.createTable("ks", "events", 20, []string{"int"}, []*kvpb.Descriptor{desc(20, 200, math.MinInt64, math.MaxInt64, 2, 1, 3)})
+	events := c.createTable("ks", "events", 20, []string{"int"}, []*kvpb.Descriptor{routertest.Whole(20, 200, 2, 1, 3)})
 	return c, users, events
 }
 
@@ -80,7 +81,7 @@ func TestListNodes(t *testing.T) {
 		}
 	}
 	alpha := resp.GetNodes()[0]
-	if alpha.GetPeerAddr() != c.nodes[1].addr || alpha.GetCqlAddr() != "127.0.0.1:9042" || alpha.GetAdminAddr() != "127.0.0.1:7000" ||
+	if alpha.GetPeerAddr() != c.nodes[1].Addr || alpha.GetCqlAddr() != "127.0.0.1:9042" || alpha.GetAdminAddr() != "127.0.0.1:7000" ||
 		alpha.GetVersion() != "test" || alpha.GetStartedAt() != "2023-11-14T22:13:20Z" {
 		t.Errorf("alpha's registration: %v", alpha)
 	}
@@ -133,7 +134,7 @@ func TestShowRing(t *testing.T) {
 
 	// The load of a second shows once it is over: ask until it does.
 	var resp *adminpb.ShowRingResponse
-	waitUntil(t, "RU/s of the writes", func() bool {
+	routertest.WaitUntil(t, "RU/s of the writes", func() bool {
 		resp, err = admin.ShowRing(tctx(t), &adminpb.ShowRingRequest{Table: "ks.users"})
 		if err != nil {
 			t.Fatal(err)
@@ -200,7 +201,7 @@ func TestShowRing(t *testing.T) {
 // TestReplicaReports covers it.)
 func TestShowRingThrottled(t *testing.T) {
 	c := newCluster(t, "alpha")
-	tab := c.createTable("ks", "hot", 30, []string{"text"}, []*kvpb.Descriptor{desc(30, 300, math.MinInt64, math.MaxInt64, 1)})
+	tab := c.createTable("ks", "hot", 30, []string{"text"}, []*kvpb.Descriptor{routertest.Whole(30, 300, 1)})
 	if _, err := c.catalog.AlterTable(tctx(t), "ks", "hot", func(t *schema.Table) error {
 		t.Options.Throughput = 1
 		return nil
@@ -232,7 +233,7 @@ func TestShowRingThrottled(t *testing.T) {
 // line, and names the partition holding it.
 func TestToken(t *testing.T) {
 	c, _, _ := ringCluster(t)
-	c.createTable("ks", "composite", 40, []string{"uuid", "timestamp"}, []*kvpb.Descriptor{desc(40, 400, math.MinInt64, math.MaxInt64, 3)})
+	c.createTable("ks", "composite", 40, []string{"uuid", "timestamp"}, []*kvpb.Descriptor{routertest.Whole(40, 400, 3)})
 	admin := c.serve(Config{}, false)
 	resp, err := admin.Token(tctx(t), &adminpb.TokenRequest{Table: "ks.users", Key: []string{"theo"}})
 	if err != nil {
@@ -352,7 +353,7 @@ func TestShowPartition(t *testing.T) {
 func TestShowPartitionUnreachable(t *testing.T) {
 	c := newCluster(t, "alpha")
 	c.registerUnreachable(2, "bravo")
-	c.createTable("ks", "far", 50, []string{"text"}, []*kvpb.Descriptor{desc(50, 500, math.MinInt64, math.MaxInt64, 2)})
+	c.createTable("ks", "far", 50, []string{"text"}, []*kvpb.Descriptor{routertest.Whole(50, 500, 2)})
 	admin := c.serve(Config{NodeTimeout: 200 * time.Millisecond}, false)
 	start := time.Now()
 	_, err := admin.ShowPartition(t.Context(), &adminpb.ShowPartitionRequest{Id: 500})

@@ -13,7 +13,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cqltype"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
@@ -44,16 +43,7 @@ func etcdClient(t *testing.T) (*clientv3.Client, metakv.Store, *Meta) {
 	if testing.Short() {
 		t.Skip("needs etcd; -short runs without it")
 	}
-	e, err := embedded.Start(embedded.Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	cli := embedded.StartForTest(t)
 	kv := metakv.NewEtcd(cli, DefaultPrefix)
 	m, err := OpenMeta(context.Background(), kv, nil)
 	if err != nil {

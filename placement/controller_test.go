@@ -167,9 +167,7 @@ func TestFailedReplicaRepaired(t *testing.T) {
 // Rounds even out leaderships across the nodes.
 func TestRoundsBalanceLeaders(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 3; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(3, "z")
 	tc.createTable("t", 0, 3, []uint64{1, 2, 3}, 100, 10)
 	if got := tc.sim.leaders(); got[1] != 3 {
 		t.Fatalf("leaders %v before the controller runs, want node 1 leading all", got)
@@ -184,22 +182,12 @@ func TestRoundsBalanceLeaders(t *testing.T) {
 // the learner in and the source out in one change.
 func TestMoveMovesLeadershipFirst(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 4; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(4, "z")
 	_, parts := tc.createTable("t", 0, 1, []uint64{1, 2, 3}, 100, 10)
 	p := parts[0].GetId()
-	c := tc.controller(1, nil)
-	tc.run(c)
-	tc.eventually("node 1 to lead", c.Leading)
+	tc.lead(1, nil)
 	op := &Operation{Kind: KindMove, Table: parts[0].GetTableId(), Partition: p, From: 1, To: 4, Reason: "test"}
-	if err := Submit(tc.ctx, tc.meta.Operations(), op); err != nil {
-		t.Fatal(err)
-	}
-	done := tc.waitOp(op.ID)
-	if done.State != StateDone {
-		t.Fatalf("move ended %s: %s", done.State, done.Error)
-	}
+	done := tc.runOp(op, StateDone, "")
 	d, leader := tc.sim.group(p)
 	if nodesOfDesc(d) != "n2,n3,n4" || leader == 1 {
 		t.Fatalf("group %s led by %d after moving node 1's replica", nodesOfDesc(d), leader)
@@ -214,9 +202,7 @@ func TestMoveMovesLeadershipFirst(t *testing.T) {
 // a later round.
 func TestFailedMoveLeavesLearnerThatIsRemoved(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 4; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(4, "z")
 	_, parts := tc.createTable("t", 0, 1, []uint64{1, 2, 3}, 100, 10)
 	p := parts[0].GetId()
 	// The group already has a learner on node 4 (a move that stopped
@@ -238,9 +224,7 @@ func TestFailedMoveLeavesLearnerThatIsRemoved(t *testing.T) {
 // both halves are published in one change of the ring.
 func TestSizeSplit(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 3; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(3, "z")
 	table, parts := tc.createTable("t", 0, 1, []uint64{1, 2, 3}, 2000, 10)
 	c := tc.controller(1, func(cfg *ControllerConfig) {
 		cfg.PhysicalPartitionMaxBytes = 1500
@@ -274,9 +258,7 @@ func TestSizeSplit(t *testing.T) {
 // until it has enough partitions, and no further.
 func TestThroughputSplits(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 3; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(3, "z")
 	table, _ := tc.createTable("hot", 35000, 1, []uint64{1, 2, 3}, 0, 0)
 	c := tc.controller(1, nil)
 	tc.run(c)
@@ -305,21 +287,11 @@ func TestThroughputSplits(t *testing.T) {
 // decommission then records the node as decommissioned.
 func TestDrainAndDecommission(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 4; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(4, "z")
 	table, _ := tc.createTable("t", 0, 2, []uint64{1, 2, 3}, 100, 10)
-	c := tc.controller(2, nil)
-	tc.run(c)
-	tc.eventually("node 2 to lead", c.Leading)
+	tc.lead(2, nil)
 	op := &Operation{Kind: KindDecommission, Node: 1, Reason: "test"}
-	if err := Submit(tc.ctx, tc.meta.Operations(), op); err != nil {
-		t.Fatal(err)
-	}
-	done := tc.waitOp(op.ID)
-	if done.State != StateDone {
-		t.Fatalf("decommission ended %s: %s", done.State, done.Error)
-	}
+	done := tc.runOp(op, StateDone, "")
 	if len(done.Children) != 2 {
 		t.Fatalf("decommission children %v, want 2 moves", done.Children)
 	}
@@ -342,59 +314,30 @@ func TestDrainAndDecommission(t *testing.T) {
 // stops a drain in progress.
 func TestDrainRefusedAndUndrained(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 3; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(3, "z")
 	tc.createTable("t", 0, 1, []uint64{1, 2, 3}, 100, 10)
-	c := tc.controller(2, nil)
-	tc.run(c)
-	tc.eventually("node 2 to lead", c.Leading)
+	tc.lead(2, nil)
 	op := &Operation{Kind: KindDrain, Node: 1}
-	if err := Submit(tc.ctx, tc.meta.Operations(), op); err != nil {
-		t.Fatal(err)
-	}
-	done := tc.waitOp(op.ID)
-	if done.State != StateFailed || !strings.Contains(done.Error, "cannot drain node 1") {
-		t.Fatalf("drain of the third of 3 replicas ended %s: %q", done.State, done.Error)
-	}
+	tc.runOp(op, StateFailed, "cannot drain node 1")
 	// Undrained by an operator after the mark: the resumed drain stops.
 	if err := tc.meta.UpdateMember(tc.ctx, 1, func(m *cluster.Member) bool { m.Draining = false; return true }); err != nil {
 		t.Fatal(err)
 	}
 	resumed := &Operation{Kind: KindDrain, Node: 1, Steps: []Step{{Name: stepMarkDraining, State: StateDone}}}
-	if err := Submit(tc.ctx, tc.meta.Operations(), resumed); err != nil {
-		t.Fatal(err)
-	}
-	if done := tc.waitOp(resumed.ID); done.State != StateFailed || !strings.Contains(done.Error, "undrained") {
-		t.Fatalf("undrained drain ended %s: %q", done.State, done.Error)
-	}
+	tc.runOp(resumed, StateFailed, "undrained")
 	// A node that never joined cannot be drained.
 	ghost := &Operation{Kind: KindDrain, Node: 9}
-	if err := Submit(tc.ctx, tc.meta.Operations(), ghost); err != nil {
-		t.Fatal(err)
-	}
-	if done := tc.waitOp(ghost.ID); done.State != StateFailed || !strings.Contains(done.Error, "not a member") {
-		t.Fatalf("drain of an unknown node ended %s: %q", done.State, done.Error)
-	}
+	tc.runOp(ghost, StateFailed, "not a member")
 }
 
 // An operator's rebalance moves replicas onto a new node until even.
 func TestRebalanceOperation(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 4; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(4, "z")
 	table, _ := tc.createTable("t", 0, 4, []uint64{1, 2, 3}, 100, 10)
-	c := tc.controller(1, nil)
-	tc.run(c)
-	tc.eventually("node 1 to lead", c.Leading)
+	tc.lead(1, nil)
 	op := &Operation{Kind: KindRebalance}
-	if err := Submit(tc.ctx, tc.meta.Operations(), op); err != nil {
-		t.Fatal(err)
-	}
-	if done := tc.waitOp(op.ID); done.State != StateDone {
-		t.Fatalf("rebalance ended %s: %s", done.State, done.Error)
-	}
+	tc.runOp(op, StateDone, "")
 	// 12 replicas over 4 nodes: 3 each, in the groups and (once the
 	// watch delivers) in the routing copies.
 	load := func(parts []*kvpb.Descriptor) map[uint64]int {
@@ -417,22 +360,12 @@ func TestRebalanceOperation(t *testing.T) {
 // onto the nodes asked for.
 func TestMoveKey(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 5; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(5, "z")
 	table, _ := tc.createTable("t", 0, 1, []uint64{1, 2, 3}, 100, 10)
-	c := tc.controller(1, nil)
-	tc.run(c)
-	tc.eventually("node 1 to lead", c.Leading)
+	tc.lead(1, nil)
 	tok := int64(-12345)
 	op := &Operation{Kind: KindMoveKey, Table: table, Token: &tok, ToNodes: []uint64{3, 4, 5}}
-	if err := Submit(tc.ctx, tc.meta.Operations(), op); err != nil {
-		t.Fatal(err)
-	}
-	done := tc.waitOp(op.ID)
-	if done.State != StateDone {
-		t.Fatalf("move-key ended %s: %s", done.State, done.Error)
-	}
+	done := tc.runOp(op, StateDone, "")
 	tc.eventually("the ring to hold three partitions", func() bool { return len(tc.ringOf(table)) == 3 && covers(tc.ringOf(table)) == nil })
 	d := tc.meta.State().Ring(table).Lookup(tok)
 	if d.GetStart() != tok || d.GetEnd() != tok || d.GetId() != done.Partition {
@@ -444,12 +377,7 @@ func TestMoveKey(t *testing.T) {
 	}
 	// A move-key without token fails at once.
 	bad := &Operation{Kind: KindMoveKey, Table: table}
-	if err := Submit(tc.ctx, tc.meta.Operations(), bad); err != nil {
-		t.Fatal(err)
-	}
-	if done := tc.waitOp(bad.ID); done.State != StateFailed {
-		t.Fatalf("move-key without token ended %s", done.State)
-	}
+	tc.runOp(bad, StateFailed, "")
 }
 
 // A split resumed after it applied, whose right half no node reports yet,
@@ -458,9 +386,7 @@ func TestMoveKey(t *testing.T) {
 // to, for a negative token: a placeholder [token, -1] was published).
 func TestResumedSplitWithUnknownRightHalf(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 3; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(3, "z")
 	table, parts := tc.createTable("t", 0, 1, []uint64{1, 2, 3}, 100, 10)
 	p := parts[0].GetId()
 	right, err := tc.cat.AllocateID(tc.ctx, "partition", 1)
@@ -475,9 +401,7 @@ func TestResumedSplitWithUnknownRightHalf(t *testing.T) {
 	}
 	tc.sim.setHidden(right, true)
 	op := &Operation{Kind: KindSplit, Table: table, Partition: p, SplitToken: &tok, RightID: right, State: StateRunning}
-	if err := Submit(tc.ctx, tc.meta.Operations(), op); err != nil {
-		t.Fatal(err)
-	}
+	tc.submit(op)
 	c := tc.controller(1, nil)
 	tc.run(c)
 	done := tc.waitOp(op.ID)
@@ -541,9 +465,7 @@ func TestCollectGarbage(t *testing.T) {
 // submissions fail and nothing is stored.
 func TestRoundWithoutFenceSubmitsNothing(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 3; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(3, "z")
 	tc.createTable("hot", 50000, 1, []uint64{1, 2, 3}, 0, 0)
 	c := tc.controller(1, nil)
 	l, err := tc.meta.Operations().Campaign(tc.ctx, 1, time.Second)
@@ -611,9 +533,7 @@ func (l *laggingMeta) CatchUp(ctx context.Context) error {
 // again, splitting past what the table needs.
 func TestRoundSeesTheRingOfFinishedOperations(t *testing.T) {
 	tc := newTestCluster(t)
-	for id := uint64(1); id <= 3; id++ {
-		tc.addNode(id, "z")
-	}
+	tc.addNodes(3, "z")
 	table, _ := tc.createTable("hot", 20000, 1, []uint64{1, 2, 3}, 0, 0)
 	lag := &laggingMeta{Meta: tc.meta, st: tc.meta.State()}
 	c := tc.controller(1, func(cfg *ControllerConfig) { cfg.Meta = lag })

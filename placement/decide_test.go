@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -91,24 +92,15 @@ func (h *harness) state() *cluster.State {
 }
 
 func (h *harness) run(d *datadriven.TestData) (string, error) {
+	// The directives that build the state print nothing.
+	build := map[string]func(*datadriven.TestData) error{
+		"config": h.config, "nodes": h.setNodes, "table": h.table, "drop-table": h.dropTable,
+		"partitions": h.partitions, "report": h.report, "ops": h.setOps,
+	}
+	if f, ok := build[d.Cmd]; ok {
+		return "", f(d)
+	}
 	switch d.Cmd {
-	case "config":
-		return "", h.config(d)
-	case "nodes":
-		return "", h.setNodes(d)
-	case "table":
-		return "", h.table(d)
-	case "drop-table":
-		var id uint64
-		d.ScanArgs(h.t, "id", &id)
-		delete(h.tables, id)
-		return "", nil
-	case "partitions":
-		return "", h.partitions(d)
-	case "report":
-		return "", h.report(d)
-	case "ops":
-		return "", h.setOps(d)
 	case "plan":
 		return h.plan(d), nil
 	case "schedule":
@@ -209,6 +201,44 @@ type parsedLine struct {
 	args map[string][]string
 }
 
+// eachLine calls f with each line of the input and the id its name
+// refers to (see ref: a name n3 with prefix n is node 3), stopping at the
+// first error.
+func eachLine(d *datadriven.TestData, prefix string, f func(id uint64, l parsedLine) error) error {
+	ls, err := lines(d)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		id, err := ref(prefix, l.name)
+		if err != nil {
+			return err
+		}
+		if err := f(id, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maybeArg parses argument k of l with parse into *dst when l has it,
+// and leaves *dst as it was otherwise.
+func maybeArg[T any](l parsedLine, k string, parse func(string) (T, error), dst *T) error {
+	if !l.has(k) {
+		return nil
+	}
+	v, err := parse(l.val(k))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", l.name, k, err)
+	}
+	*dst = v
+	return nil
+}
+
+func parseUint(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
+
+func nodeRef(s string) (uint64, error) { return ref("n", s) }
+
 func (l parsedLine) has(k string) bool { _, ok := l.args[k]; return ok }
 
 func (l parsedLine) val(k string) string {
@@ -216,13 +246,6 @@ func (l parsedLine) val(k string) string {
 		return v[0]
 	}
 	return ""
-}
-
-func (l parsedLine) uint(k string) (uint64, error) {
-	if !l.has(k) {
-		return 0, nil
-	}
-	return strconv.ParseUint(l.val(k), 10, 64)
 }
 
 // ref parses a reference like n3, p10 or op5.
@@ -264,15 +287,7 @@ func parseBytes(s string) (int64, error) {
 }
 
 func (h *harness) setNodes(d *datadriven.TestData) error {
-	ls, err := lines(d)
-	if err != nil {
-		return err
-	}
-	for _, l := range ls {
-		id, err := ref("n", l.name)
-		if err != nil {
-			return err
-		}
+	return eachLine(d, "n", func(id uint64, l parsedLine) error {
 		info := &cluster.NodeInfo{ID: id, Name: l.name, Labels: map[string]string{}}
 		for _, k := range []string{"zone", "rack"} {
 			if l.has(k) {
@@ -297,8 +312,8 @@ func (h *harness) setNodes(d *datadriven.TestData) error {
 			m.Decommissioned = true
 			delete(h.nodes, id)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (h *harness) table(d *datadriven.TestData) error {
@@ -313,6 +328,13 @@ func (h *harness) table(d *datadriven.TestData) error {
 		return fmt.Errorf("table name %q is not keyspace.table", name)
 	}
 	h.tables[id] = &schema.Table{ID: id, Keyspace: ks, Name: n, Options: schema.Options{Throughput: tp}}
+	return nil
+}
+
+func (h *harness) dropTable(d *datadriven.TestData) error {
+	var id uint64
+	d.ScanArgs(h.t, "id", &id)
+	delete(h.tables, id)
 	return nil
 }
 
@@ -379,15 +401,7 @@ func (h *harness) partitions(d *datadriven.TestData) error {
 				Replicas: reps, NextReplicaId: uint64(len(reps) + 1)}
 		}
 	}
-	ls, err := lines(d)
-	if err != nil {
-		return err
-	}
-	for _, l := range ls {
-		id, err := ref("p", l.name)
-		if err != nil {
-			return err
-		}
+	return eachLine(d, "p", func(id uint64, l parsedLine) error {
 		start, end, err := rangeArg(l)
 		if err != nil {
 			return err
@@ -396,17 +410,14 @@ func (h *harness) partitions(d *datadriven.TestData) error {
 		if err != nil {
 			return err
 		}
-		gen, err := l.uint("gen")
-		if err != nil {
+		gen := uint64(1)
+		if err := maybeArg(l, "gen", parseUint, &gen); err != nil {
 			return err
-		}
-		if gen == 0 {
-			gen = 1
 		}
 		h.parts[table][id] = &kvpb.Descriptor{Id: id, TableId: table, Start: start, End: end, Generation: gen,
 			Replicas: reps, NextReplicaId: uint64(len(reps) + 1)}
-	}
-	return nil
+		return nil
+	})
 }
 
 // copyOf finds a routing copy by partition id.
@@ -424,34 +435,17 @@ func (h *harness) copyOf(id uint64) *kvpb.Descriptor {
 // descriptor (the routing copy for the stale ones), and the answers go
 // through MergeStatus as the controller's collect does.
 func (h *harness) report(d *datadriven.TestData) error {
-	ls, err := lines(d)
-	if err != nil {
-		return err
-	}
 	resps := map[uint64]*kvpb.ReplicaStatusResponse{}
-	for _, l := range ls {
-		id, err := ref("p", l.name)
-		if err != nil {
-			return err
-		}
+	err := eachLine(d, "p", func(id uint64, l parsedLine) error {
 		desc := &kvpb.Descriptor{Id: id}
 		old := h.copyOf(id)
 		if old != nil {
 			desc = &kvpb.Descriptor{Id: id, TableId: old.GetTableId(), Start: old.GetStart(), End: old.GetEnd(),
 				Generation: old.GetGeneration(), Replicas: old.GetReplicas(), NextReplicaId: old.GetNextReplicaId()}
 		}
-		if l.has("table") {
-			if desc.TableId, err = l.uint("table"); err != nil {
-				return err
-			}
-		}
+		var err error
 		if l.has("range") {
 			if desc.Start, desc.End, err = rangeArg(l); err != nil {
-				return err
-			}
-		}
-		if l.has("gen") {
-			if desc.Generation, err = l.uint("gen"); err != nil {
 				return err
 			}
 		}
@@ -461,21 +455,15 @@ func (h *harness) report(d *datadriven.TestData) error {
 			}
 		}
 		leader, commit := uint64(0), uint64(10)
-		if l.has("leader") {
-			if leader, err = ref("n", l.val("leader")); err != nil {
-				return err
-			}
-		}
-		if l.has("commit") {
-			if commit, err = l.uint("commit"); err != nil {
-				return err
-			}
-		}
 		var bytes int64
-		if l.has("bytes") {
-			if bytes, err = parseBytes(l.val("bytes")); err != nil {
-				return err
-			}
+		if err := errors.Join(
+			maybeArg(l, "table", parseUint, &desc.TableId),
+			maybeArg(l, "gen", parseUint, &desc.Generation),
+			maybeArg(l, "leader", nodeRef, &leader),
+			maybeArg(l, "commit", parseUint, &commit),
+			maybeArg(l, "bytes", parseBytes, &bytes),
+		); err != nil {
+			return err
 		}
 		failed, err := refs("n", l.args["failed"])
 		if err != nil {
@@ -517,6 +505,10 @@ func (h *harness) report(d *datadriven.TestData) error {
 			}
 			resps[node].Replicas = append(resps[node].Replicas, rs)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	h.reports = map[uint64]*Report{}
 	for _, node := range sortedKeys(resps) {
@@ -535,55 +527,40 @@ func contains64(s []uint64, v uint64) bool {
 }
 
 func (h *harness) setOps(d *datadriven.TestData) error {
-	ls, err := lines(d)
-	if err != nil {
-		return err
-	}
 	h.ops = nil
-	for _, l := range ls {
-		id, err := ref("op", l.name)
-		if err != nil {
-			return err
-		}
+	return eachLine(d, "op", func(id uint64, l parsedLine) error {
 		op := &Operation{ID: id, State: StatePending}
 		for key, vals := range l.args {
+			var err error
 			switch key {
 			case KindMove, KindRepair, KindSplit, KindRebalance, KindDrain, KindDecommission, KindMoveKey:
 				op.Kind = key
 				if len(vals) > 0 {
-					if op.Partition, err = ref("p", vals[0]); err != nil {
-						return err
-					}
+					op.Partition, err = ref("p", vals[0])
 				}
 			case StatePending, StateRunning, StateDone, StateFailed:
 				op.State = key
-			case "from", "to", "node":
-				n, err := ref("n", vals[0])
-				if err != nil {
-					return err
-				}
-				switch key {
-				case "from":
-					op.From = n
-				case "to":
-					op.To = n
-				default:
-					op.Node = n
-				}
+			case "from":
+				err = maybeArg(l, key, nodeRef, &op.From)
+			case "to":
+				err = maybeArg(l, key, nodeRef, &op.To)
+			case "node":
+				err = maybeArg(l, key, nodeRef, &op.Node)
 			case "table":
-				if op.Table, err = strconv.ParseUint(vals[0], 10, 64); err != nil {
-					return err
-				}
+				err = maybeArg(l, key, parseUint, &op.Table)
 			default:
-				return fmt.Errorf("%s: unknown argument %q", l.name, key)
+				err = fmt.Errorf("%s: unknown argument %q", l.name, key)
+			}
+			if err != nil {
+				return err
 			}
 		}
 		if p := h.copyOf(op.Partition); p != nil && op.Table == 0 {
 			op.Table = p.GetTableId()
 		}
 		h.ops = append([]*Operation{op}, h.ops...)
-	}
-	return nil
+		return nil
+	})
 }
 
 // busy is the partitions of the active operations.

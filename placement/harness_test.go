@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,14 @@ func (tc *testCluster) addNode(id uint64, zone string) {
 	tc.waitState("node registered", func(st *cluster.State) bool { return st.Nodes[id] != nil && st.Members[id] != nil })
 }
 
+// addNodes adds nodes 1 to n, all in zone.
+func (tc *testCluster) addNodes(n uint64, zone string) {
+	tc.t.Helper()
+	for id := uint64(1); id <= n; id++ {
+		tc.addNode(id, zone)
+	}
+}
+
 // stopNode ends a node's registration, as its death does after the lease.
 func (tc *testCluster) stopNode(id uint64) {
 	tc.t.Helper()
@@ -154,6 +163,36 @@ func (tc *testCluster) run(c *Controller) (stop func()) {
 	}
 	tc.t.Cleanup(stop)
 	return stop
+}
+
+// lead runs a controller of node id (see controller) until the test ends
+// and returns it once it leads.
+func (tc *testCluster) lead(id uint64, tweak func(*ControllerConfig)) *Controller {
+	tc.t.Helper()
+	c := tc.controller(id, tweak)
+	tc.run(c)
+	tc.eventually(fmt.Sprintf("node %d to lead", id), c.Leading)
+	return c
+}
+
+// submit stores op for the leading controller to run.
+func (tc *testCluster) submit(op *Operation) {
+	tc.t.Helper()
+	if err := Submit(tc.ctx, tc.meta.Operations(), op); err != nil {
+		tc.t.Fatalf("submit %s: %v", op.Kind, err)
+	}
+}
+
+// runOp submits op and returns it once it has finished, failing the test
+// unless it ended in state with an error containing errText.
+func (tc *testCluster) runOp(op *Operation, state, errText string) *Operation {
+	tc.t.Helper()
+	tc.submit(op)
+	done := tc.waitOp(op.ID)
+	if done.State != state || !strings.Contains(done.Error, errText) {
+		tc.t.Fatalf("%s ended %s: %q; want %s with %q", done, done.State, done.Error, state, errText)
+	}
+	return done
 }
 
 // eventually polls cond until it holds, failing the test after 20s.

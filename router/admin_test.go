@@ -16,10 +16,7 @@ import (
 // the node that holds it (in process) and from another node (unary gRPC),
 // and return the leader's answer, refusals included.
 func TestAdminCallsLocalAndRemote(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
-	n1.bootstrap(t, whole(100, 1))
+	m, n1, n2 := twoNodes(t, Config{})
 	m.setRing(whole(100, 1))
 	for _, tc := range []struct {
 		name string
@@ -64,11 +61,8 @@ func TestAdminCallsLocalAndRemote(t *testing.T) {
 // partitions a dead node led must not retry forever); one whose hint
 // names a node that answers NOT_FOUND does the same.
 func TestAdminCallSkipsUnregisteredLeader(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
+	m, _, n2 := twoNodes(t, Config{})
 	startNode(t, m, 3, Config{})
-	n1.bootstrap(t, whole(100, 1))
 	m.setRing(whole(100, 4, 3, 1))
 	for _, hint := range []consensus.NodeID{4, 3} {
 		n2.router.leaders.Store(uint64(100), hint)
@@ -85,10 +79,7 @@ func TestAdminCallSkipsUnregisteredLeader(t *testing.T) {
 // ReplicaStatus asks one node for its replicas: this node in process,
 // another over gRPC; a node that is not registered is not asked.
 func TestReplicaStatus(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
-	n1.bootstrap(t, whole(100, 1))
+	m, n1, n2 := twoNodes(t, Config{})
 	m.setRing(whole(100, 1))
 	ctx := writeCtx(t)
 	for _, tc := range []struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/cosmosd/cosmosd/partition"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/ring"
+	"github.com/cosmosd/cosmosd/router/routertest"
 )
 
 func writeCtx(t *testing.T) context.Context {
@@ -28,10 +29,10 @@ func writeCtx(t *testing.T) context.Context {
 func TestLocalPathNeedsNoConnection(t *testing.T) {
 	m := newTestMeta()
 	n1 := startNode(t, m, 1, Config{})
-	n1.bootstrap(t, whole(100, 1))
+	n1.Bootstrap(t, whole(100, 1))
 	m.setRing(whole(100, 1))
 	pk := []byte("alpha")
-	if _, err := n1.router.Write(writeCtx(t), Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "v1")); err != nil {
+	if err := writeValue(writeCtx(t), n1.router, pk, "v1"); err != nil {
 		t.Fatalf("local write: %v", err)
 	}
 	if got := n1.storeValue(t, 100, pk); got != "v1" {
@@ -52,14 +53,11 @@ func TestLocalPathNeedsNoConnection(t *testing.T) {
 // request shares one pooled connection and one Forward stream, and each
 // caller gets its own answer.
 func TestRemotePathSharesOneConnection(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
-	n1.bootstrap(t, whole(100, 1))
+	m, n1, n2 := twoNodes(t, Config{})
 	m.setRing(whole(100, 1))
 	ctx := writeCtx(t)
 	first := []byte("first")
-	if _, err := n2.router.Write(ctx, Target{Table: table, Token: ring.Token(first)}, upsertReq(first, "1")); err != nil {
+	if err := writeValue(ctx, n2.router, first, "1"); err != nil {
 		t.Fatal(err)
 	}
 	conn := n2.router.pool.lookup(1)
@@ -68,7 +66,7 @@ func TestRemotePathSharesOneConnection(t *testing.T) {
 	for i := range 32 {
 		wg.Go(func() {
 			pk := fmt.Appendf(nil, "key-%d", i)
-			if _, err := n2.router.Write(ctx, Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, fmt.Sprint(i))); err != nil {
+			if err := writeValue(ctx, n2.router, pk, fmt.Sprint(i)); err != nil {
 				errs <- fmt.Errorf("write %d: %w", i, err)
 			}
 		})
@@ -104,11 +102,8 @@ func TestRemotePathSharesOneConnection(t *testing.T) {
 // goes to the next replica; a write that this node's store refused was
 // never run, so it is not ambiguous.
 func TestReplicaMovedAwayTriesNext(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
+	m, n1, n2 := twoNodes(t, Config{})
 	startNode(t, m, 3, Config{})
-	n1.bootstrap(t, whole(100, 1))
 	// The routing copy lists 2 (this router's node: in process) and 3
 	// (the hinted leader: remote), which hold nothing.
 	m.setRing(whole(100, 3, 2, 1))
@@ -117,7 +112,7 @@ func TestReplicaMovedAwayTriesNext(t *testing.T) {
 			n2.router.leaders.Store(uint64(100), consensus.NodeID(3))
 			pk := fmt.Appendf(nil, "moved-%d", i)
 			if kind == "write" {
-				if _, err := n2.router.Write(writeCtx(t), Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "w")); err != nil {
+				if err := writeValue(writeCtx(t), n2.router, pk, "w"); err != nil {
 					t.Fatal(err)
 				}
 				if got := n1.storeValue(t, 100, pk); got != "w" {
@@ -142,20 +137,17 @@ func TestUnreachableNodeTriesNext(t *testing.T) {
 		name string
 		down func(t *testing.T, m *testMeta)
 	}{
-		{"refused", func(t *testing.T, m *testMeta) { m.register(3, refusedAddr(t)) }},
+		{"refused", func(t *testing.T, m *testMeta) { m.register(3, routertest.RefusedAddr(t)) }},
 		{"unregistered", func(t *testing.T, m *testMeta) { m.register(3, "") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newTestMeta()
-			n1 := startNode(t, m, 1, Config{})
-			n2 := startNode(t, m, 2, Config{})
-			n1.bootstrap(t, whole(100, 1))
+			m, n1, n2 := twoNodes(t, Config{})
 			m.setRing(whole(100, 3, 1))
 			tc.down(t, m)
 			n2.router.leaders.Store(uint64(100), consensus.NodeID(3))
 			pk := []byte("reach")
 			start := time.Now()
-			if _, err := n2.router.Write(writeCtx(t), Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "x")); err != nil {
+			if err := writeValue(writeCtx(t), n2.router, pk, "x"); err != nil {
 				t.Fatal(err)
 			}
 			if d := time.Since(start); d > 5*time.Second {
@@ -193,10 +185,7 @@ func errHandler(code kvpb.Error_Code, leader consensus.NodeID, calls *atomic.Int
 // A follower that answers NOT_LEADER naming the leader sends the request
 // there; the hint is cached, so the next request asks the leader first.
 func TestNotLeaderFollowsHint(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
-	n1.bootstrap(t, whole(100, 1))
+	m, n1, n2 := twoNodes(t, Config{})
 	var calls atomic.Int64
 	addr, _ := servedServer(t, &forwardServer{handle: errHandler(kvpb.Error_NOT_LEADER, 1, &calls)})
 	m.register(3, addr)
@@ -204,7 +193,7 @@ func TestNotLeaderFollowsHint(t *testing.T) {
 	n2.router.leaders.Store(uint64(100), consensus.NodeID(3))
 	for i := range 3 {
 		pk := fmt.Appendf(nil, "led-%d", i)
-		if _, err := n2.router.Write(writeCtx(t), Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "v")); err != nil {
+		if err := writeValue(writeCtx(t), n2.router, pk, "v"); err != nil {
 			t.Fatal(err)
 		}
 		if got := n1.storeValue(t, 100, pk); got != "v" {
@@ -238,7 +227,7 @@ func TestUnavailableFailsFast(t *testing.T) {
 			pk := []byte("uv")
 			var err error
 			if kind == "write" {
-				_, err = n2.router.Write(ctx, Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "v"))
+				err = writeValue(ctx, n2.router, pk, "v")
 			} else {
 				_, err = n2.router.Read(ctx, Target{Table: table, Token: ring.Token(pk), Leader: true}, readReq(pk))
 			}
@@ -259,10 +248,7 @@ func TestUnavailableFailsFast(t *testing.T) {
 func TestWriteInFlightIsNotRetried(t *testing.T) {
 	for _, kind := range []string{"write", "read"} {
 		t.Run(kind, func(t *testing.T) {
-			m := newTestMeta()
-			n1 := startNode(t, m, 1, Config{})
-			n2 := startNode(t, m, 2, Config{})
-			n1.bootstrap(t, whole(100, 1))
+			m, n1, n2 := twoNodes(t, Config{})
 			received := make(chan struct{}, 1)
 			addr, srv := servedServer(t, &forwardServer{handle: func(ctx context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
 				received <- struct{}{}
@@ -284,7 +270,7 @@ func TestWriteInFlightIsNotRetried(t *testing.T) {
 				}
 				return
 			}
-			_, err := n2.router.Write(ctx, Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "once"))
+			err := writeValue(ctx, n2.router, pk, "once")
 			var inf *inFlightError
 			if partition.ErrorCode(err) != kvpb.Error_TIMEOUT || !errors.As(err, &inf) || !strings.Contains(err.Error(), "may or may not have been applied") {
 				t.Fatalf("write whose node died with it in flight: %v, want an in-flight TIMEOUT", err)
@@ -308,7 +294,6 @@ func TestWriteInFlightIsNotRetried(t *testing.T) {
 func TestSilentNodeMidRequest(t *testing.T) {
 	for _, kind := range []string{"write", "read"} {
 		t.Run(kind, func(t *testing.T) {
-			m := newTestMeta()
 			var silent atomic.Bool
 			cfg := Config{SilentAfter: 50 * time.Millisecond, Liveness: func(node consensus.NodeID) (time.Duration, bool) {
 				if node == 3 && silent.Load() {
@@ -316,9 +301,7 @@ func TestSilentNodeMidRequest(t *testing.T) {
 				}
 				return 0, node == 3
 			}}
-			n1 := startNode(t, m, 1, Config{})
-			n2 := startNode(t, m, 2, cfg)
-			n1.bootstrap(t, whole(100, 1))
+			m, n1, n2 := twoNodes(t, cfg)
 			addr, _ := servedServer(t, &forwardServer{handle: func(ctx context.Context, req *kvpb.ForwardRequest) *kvpb.ForwardResponse {
 				silent.Store(true) // the node freezes with the request
 				<-ctx.Done()
@@ -334,7 +317,7 @@ func TestSilentNodeMidRequest(t *testing.T) {
 					t.Fatalf("read %q of an absent row", got)
 				}
 			} else {
-				_, err := n2.router.Write(ctx, Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "v"))
+				err := writeValue(ctx, n2.router, pk, "v")
 				var inf *inFlightError
 				if !errors.As(err, &inf) || !strings.Contains(err.Error(), "went silent") {
 					t.Fatalf("write on a node that froze: %v, want in flight, went silent", err)
@@ -356,25 +339,22 @@ func TestSilentNodeMidRequest(t *testing.T) {
 // A write is not sent to a node already silent (frozen, cut off: its
 // outcome would be unknown): it waits for another replica, as never sent.
 func TestSilentNodeIsNotSentWrites(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{SilentAfter: 50 * time.Millisecond, Liveness: func(node consensus.NodeID) (time.Duration, bool) {
+	m, n1, n2 := twoNodes(t, Config{SilentAfter: 50 * time.Millisecond, Liveness: func(node consensus.NodeID) (time.Duration, bool) {
 		return time.Hour, node == 3
 	}})
-	n1.bootstrap(t, whole(100, 1))
 	var calls atomic.Int64
 	addr, _ := servedServer(t, &forwardServer{handle: errHandler(kvpb.Error_INVALID, 0, &calls)})
 	m.register(3, addr)
 	m.setRing(whole(100, 3))
 	pk := []byte("quiet")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	_, err := n2.router.Write(ctx, Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "v"))
+	err := writeValue(ctx, n2.router, pk, "v")
 	cancel()
 	if partition.ErrorCode(err) != kvpb.Error_TIMEOUT || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("write whose only replica is silent: %v, want a TIMEOUT", err)
 	}
 	m.setRing(whole(100, 3, 1))
-	if _, err := n2.router.Write(writeCtx(t), Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, "v")); err != nil {
+	if err := writeValue(writeCtx(t), n2.router, pk, "v"); err != nil {
 		t.Fatal(err)
 	}
 	if got := n1.storeValue(t, 100, pk); got != "v" {
@@ -389,10 +369,7 @@ func TestSilentNodeIsNotSentWrites(t *testing.T) {
 // answers RANGE_MISMATCH: the router waits for the newer routing copy and
 // then writes to the right half, never to the wrong one.
 func TestRangeMismatchWaitsForNewRing(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
-	n1.bootstrap(t, whole(100, 1))
+	m, n1, n2 := twoNodes(t, Config{})
 	m.setRing(whole(100, 1))
 	left, right, err := n2.router.Split(writeCtx(t), &kvpb.SplitRequest{PartitionId: 100, SplitToken: 0, RightId: 101})
 	if err != nil {
@@ -401,7 +378,7 @@ func TestRangeMismatchWaitsForNewRing(t *testing.T) {
 	if left.GetEnd() != -1 || right.GetStart() != 0 || right.GetId() != 101 || left.GetGeneration() == 0 {
 		t.Fatalf("split halves %v %v", left, right)
 	}
-	waitUntil(t, "the right half to start", func() bool { _, ok := n1.store.Replica(101); return ok })
+	routertest.WaitUntil(t, "the right half to start", func() bool { _, ok := n1.Store.Replica(101); return ok })
 	pk, tok := keyWithToken(t, func(tok int64) bool { return tok >= 0 })
 	target := Target{Table: table, Token: tok}
 
@@ -410,7 +387,7 @@ func TestRangeMismatchWaitsForNewRing(t *testing.T) {
 		_, err := n2.router.Write(writeCtx(t), target, upsertReq(pk, "fresh"))
 		done <- err
 	}()
-	waitUntil(t, "the router to wait for a newer ring", func() bool { return m.subscribers() > 0 })
+	routertest.WaitUntil(t, "the router to wait for a newer ring", func() bool { return m.subscribers() > 0 })
 	l, r := whole(100, 1), whole(101, 1)
 	l.End, r.Start = -1, 0
 	m.setRing(l, r)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cosmosd/cosmosd/partition"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/router/routertest"
 )
 
 // dialTest opens a client connection as the router does.
@@ -60,14 +61,8 @@ func blackHole(t *testing.T) string {
 }
 
 func TestReadyOnLiveNode(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	c := dialTest(t, ln.Addr().String())
+	addr, _ := routertest.ServeGRPC(t, func(*grpc.Server) {}) // no service: the connection is all
+	c := dialTest(t, addr)
 	// A new connection starts idle: ready connects it.
 	if !c.ready(context.Background(), 10*time.Second) {
 		t.Fatalf("connection to a serving node not ready: %s", c.conn.GetState())
@@ -81,16 +76,7 @@ func TestReadyOnLiveNode(t *testing.T) {
 // as not sent, so the router tries another replica instead of waiting out
 // the request's deadline.
 func TestNotReadyIsNotSent(t *testing.T) {
-	refused := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		_ = ln.Close()
-		return addr
-	}()
-	for name, addr := range map[string]string{"silent": blackHole(t), "refused": refused} {
+	for name, addr := range map[string]string{"silent": blackHole(t), "refused": routertest.RefusedAddr(t)} {
 		t.Run(name, func(t *testing.T) {
 			c := dialTest(t, addr)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -120,17 +106,12 @@ func TestNotReadyIsNotSent(t *testing.T) {
 // reachable again: the connection recovers by itself, no request has to
 // find it broken first.
 func TestReconnectsWhenNodeReturns(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := routertest.RefusedAddr(t)
 	c := dialTest(t, addr)
 	if c.ready(context.Background(), 2*time.Second) {
 		t.Fatal("ready while nothing listens")
 	}
-	ln, err = net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("port %s taken meanwhile: %v", addr, err)
 	}

@@ -4,19 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/router/routertest"
 )
 
 // forwardServer serves Forward with a test handler over real gRPC on
@@ -51,15 +50,8 @@ func (s *forwardServer) Read(_ context.Context, req *kvpb.ReadRequest) (*kvpb.Re
 // startForward serves s and returns a router connection to it.
 func startForward(t *testing.T, s *forwardServer) *nodeConn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	kvpb.RegisterInternalServer(srv, s)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	return dialTest(t, ln.Addr().String())
+	addr, _ := routertest.ServeInternal(t, s)
+	return dialTest(t, addr)
 }
 
 // echo answers a write with its partition id in BytesWritten and a read

@@ -4,22 +4,19 @@ import (
 	"context"
 	"maps"
 	"math"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/consensus"
-	"github.com/cosmosd/cosmosd/consensus/local"
-	"github.com/cosmosd/cosmosd/partition"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/ring"
+	"github.com/cosmosd/cosmosd/router/routertest"
 	"github.com/cosmosd/cosmosd/storage"
 )
 
@@ -103,113 +100,58 @@ func (m *testMeta) setRing(descs ...*kvpb.Descriptor) {
 
 // desc is a descriptor of the test table listing voters on nodes.
 func desc(id uint64, start, end int64, nodes ...consensus.NodeID) *kvpb.Descriptor {
-	d := &kvpb.Descriptor{Id: id, TableId: table, Start: start, End: end}
+	ids := make([]uint64, len(nodes))
 	for i, n := range nodes {
-		d.Replicas = append(d.Replicas, &kvpb.ReplicaDescriptor{NodeId: uint64(n), ReplicaId: uint64(i + 1)})
+		ids[i] = uint64(n)
 	}
-	d.NextReplicaId = uint64(len(nodes) + 1)
-	return d
+	return routertest.Desc(table, id, start, end, ids...)
 }
 
-// whole is a partition covering every token.
+// whole is a partition of the test table covering every token.
 func whole(id uint64, nodes ...consensus.NodeID) *kvpb.Descriptor {
 	return desc(id, math.MinInt64, math.MaxInt64, nodes...)
 }
 
-// testNode is one node of a test cluster: real Pebble (in memory), the
-// single-replica consensus engine, a partition store, the internal
-// service on loopback, and a router over the shared metadata.
+// testNode is one node of a test cluster (a routertest.Node: real Pebble
+// in memory, the single-replica consensus engine, a partition store, the
+// internal service on loopback) and its router over the shared metadata.
 type testNode struct {
-	id     consensus.NodeID
-	store  *partition.Store
-	addr   string
+	*routertest.Node
 	router *Router
 }
 
 // startNode starts node id and registers it in m.
 func startNode(t *testing.T, m *testMeta, id consensus.NodeID, cfg Config) *testNode {
 	t.Helper()
-	eng, err := storage.Open(storage.Config{FS: vfs.NewMem(), CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := local.New(local.Config{NodeID: id, Storage: eng})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := partition.NewStore(partition.StoreConfig{NodeID: id, Storage: eng, Consensus: cons})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	kvpb.RegisterInternalServer(srv, NewServer(store))
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	cfg.NodeID, cfg.Store = id, store
+	node := routertest.Start(t, routertest.Config{NodeID: id})
+	node.Serve(t, NewServer(node.Store))
+	cfg.NodeID, cfg.Store = id, node.Store
 	if cfg.ProbeInterval == 0 {
 		cfg.ProbeInterval = -1 // tests that probe say so
 	}
 	r := newRouter(cfg, m)
-	t.Cleanup(func() {
-		r.Close()
-		srv.Stop()
-		<-served
-		store.Close()
-		_ = cons.Close()
-		_ = eng.Close()
-	})
-	n := &testNode{id: id, store: store, addr: ln.Addr().String(), router: r}
-	m.register(id, n.addr)
-	return n
+	t.Cleanup(r.Close) // first: cleanups run last-in first-out
+	m.register(id, node.Addr)
+	return &testNode{Node: node, router: r}
 }
 
-// bootstrap starts a replica of d on n alone (the local engine has one
-// replica per group), whatever replicas d lists for the routing copy.
-func (n *testNode) bootstrap(t *testing.T, d *kvpb.Descriptor) {
+// twoNodes starts nodes 1 and 2 (node 2's router configured by cfg2) with
+// partition 100 of the test table running on node 1; publishing a routing
+// copy of it is left to the test.
+func twoNodes(t *testing.T, cfg2 Config) (m *testMeta, n1, n2 *testNode) {
 	t.Helper()
-	own := &kvpb.Descriptor{Id: d.GetId(), TableId: d.GetTableId(), Start: d.GetStart(), End: d.GetEnd(),
-		Replicas: []*kvpb.ReplicaDescriptor{{NodeId: uint64(n.id), ReplicaId: 1}}, NextReplicaId: 2}
-	if _, err := n.store.Bootstrap(context.Background(), own); err != nil {
-		t.Fatal(err)
-	}
+	m = newTestMeta()
+	n1 = startNode(t, m, 1, Config{})
+	n2 = startNode(t, m, 2, cfg2)
+	n1.Bootstrap(t, whole(100, 1))
+	return m, n1, n2
 }
 
-// servedServer serves srv on loopback until the test ends and returns
+// servedServer serves impl on loopback until the test ends and returns
 // its address.
 func servedServer(t *testing.T, impl kvpb.InternalServer) (addr string, srv *grpc.Server) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv = grpc.NewServer()
-	kvpb.RegisterInternalServer(srv, impl)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-served
-	})
-	return ln.Addr().String(), srv
-}
-
-// refusedAddr is a loopback address nothing listens on.
-func refusedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
+	return routertest.ServeInternal(t, impl)
 }
 
 // keyWithToken returns a partition key whose token satisfies ok.
@@ -254,6 +196,12 @@ func values(t *testing.T, resp *kvpb.ReadResponse) []string {
 	return out
 }
 
+// writeValue writes v to column 1 of the row of pk through r.
+func writeValue(ctx context.Context, r *Router, pk []byte, v string) error {
+	_, err := r.Write(ctx, Target{Table: table, Token: ring.Token(pk)}, upsertReq(pk, v))
+	return err
+}
+
 // readValue reads pk through r and returns its column-1 value ("" when
 // the row is absent).
 func readValue(t *testing.T, r *Router, pk []byte) string {
@@ -264,20 +212,16 @@ func readValue(t *testing.T, r *Router, pk []byte) string {
 	if err != nil {
 		t.Fatalf("read %q: %v", pk, err)
 	}
-	vs := values(t, resp)
-	if len(vs) == 0 {
-		return ""
-	}
-	return vs[0]
+	return firstValue(t, resp)
 }
 
 // storeValue reads pk from partition id straight from n's store, without
 // any router: what the replica holds.
 func (n *testNode) storeValue(t *testing.T, id uint64, pk []byte) string {
 	t.Helper()
-	rep, ok := n.store.Replica(id)
+	rep, ok := n.Store.Replica(id)
 	if !ok {
-		t.Fatalf("node %d has no replica of partition %d", n.id, id)
+		t.Fatalf("node %d has no replica of partition %d", n.ID, id)
 	}
 	req := readReq(pk)
 	req.PartitionId, req.TableId = id, table
@@ -285,11 +229,16 @@ func (n *testNode) storeValue(t *testing.T, id uint64, pk []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs := values(t, resp)
-	if len(vs) == 0 {
-		return ""
+	return firstValue(t, resp)
+}
+
+// firstValue returns column 1 of the first row read ("" when none).
+func firstValue(t *testing.T, resp *kvpb.ReadResponse) string {
+	t.Helper()
+	if vs := values(t, resp); len(vs) > 0 {
+		return vs[0]
 	}
-	return vs[0]
+	return ""
 }
 
 // hint returns the cached leader of partition id (0 when none).
@@ -298,16 +247,4 @@ func (r *Router) hint(id uint64) consensus.NodeID {
 		return h.(consensus.NodeID)
 	}
 	return 0
-}
-
-// waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }

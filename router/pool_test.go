@@ -73,11 +73,8 @@ func TestPoolReuseRedialClose(t *testing.T) {
 // A closed router sends nothing to other nodes; this node's store, which
 // the router does not own, still serves in process.
 func TestClosedRouterSendsNothing(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
-	n1.bootstrap(t, whole(100, 1))
-	n2.bootstrap(t, whole(200, 2))
+	m, _, n2 := twoNodes(t, Config{})
+	n2.Bootstrap(t, whole(200, 2))
 	m.setRing(whole(100, 1))
 	n2.router.Close()
 	n2.router.Close()

@@ -12,10 +12,7 @@ import (
 // never as a gRPC error (which the calling router would take for a
 // transport failure), and serves what its store holds over unary calls.
 func TestServerAnswersInResponse(t *testing.T) {
-	m := newTestMeta()
-	n1 := startNode(t, m, 1, Config{})
-	n2 := startNode(t, m, 2, Config{})
-	n1.bootstrap(t, whole(100, 1))
+	m, n1, n2 := twoNodes(t, Config{})
 	c, err := n2.router.pool.get(1, m.State().Nodes[1])
 	if err != nil {
 		t.Fatal(err)
@@ -27,29 +24,17 @@ func TestServerAnswersInResponse(t *testing.T) {
 		name string
 		call func() (*kvpb.Error, error)
 	}{
-		{"write", func() (*kvpb.Error, error) {
-			r, err := kv.Write(ctx, &kvpb.WriteRequest{PartitionId: 42})
-			return r.GetError(), err
-		}},
-		{"read", func() (*kvpb.Error, error) {
-			r, err := kv.Read(ctx, &kvpb.ReadRequest{PartitionId: 42})
-			return r.GetError(), err
-		}},
+		{"write", func() (*kvpb.Error, error) { return inResponse(kv.Write(ctx, &kvpb.WriteRequest{PartitionId: 42})) }},
+		{"read", func() (*kvpb.Error, error) { return inResponse(kv.Read(ctx, &kvpb.ReadRequest{PartitionId: 42})) }},
 		{"change replicas", func() (*kvpb.Error, error) {
-			r, err := kv.ChangeReplicas(ctx, &kvpb.ChangeReplicasRequest{PartitionId: 42})
-			return r.GetError(), err
+			return inResponse(kv.ChangeReplicas(ctx, &kvpb.ChangeReplicasRequest{PartitionId: 42}))
 		}},
 		{"transfer leader", func() (*kvpb.Error, error) {
-			r, err := kv.TransferLeader(ctx, &kvpb.TransferLeaderRequest{PartitionId: 42, TargetNode: 1})
-			return r.GetError(), err
+			return inResponse(kv.TransferLeader(ctx, &kvpb.TransferLeaderRequest{PartitionId: 42, TargetNode: 1}))
 		}},
-		{"split", func() (*kvpb.Error, error) {
-			r, err := kv.Split(ctx, &kvpb.SplitRequest{PartitionId: 42})
-			return r.GetError(), err
-		}},
+		{"split", func() (*kvpb.Error, error) { return inResponse(kv.Split(ctx, &kvpb.SplitRequest{PartitionId: 42})) }},
 		{"partition detail", func() (*kvpb.Error, error) {
-			r, err := kv.PartitionDetail(ctx, &kvpb.PartitionDetailRequest{PartitionId: 42})
-			return r.GetError(), err
+			return inResponse(kv.PartitionDetail(ctx, &kvpb.PartitionDetailRequest{PartitionId: 42}))
 		}},
 	}
 	for _, tc := range missing {
@@ -74,7 +59,7 @@ func TestServerAnswersInResponse(t *testing.T) {
 		t.Fatalf("unary read: %v %v", resp, err)
 	}
 	// A key outside the partition's range is refused in the response too.
-	n1.bootstrap(t, desc(101, 1000, 2000, 1))
+	n1.Bootstrap(t, desc(101, 1000, 2000, 1))
 	far, _ := keyWithToken(t, func(tok int64) bool { return tok < 1000 || tok > 2000 })
 	bad := readReq(far)
 	bad.PartitionId, bad.TableId = 101, table
@@ -95,7 +80,7 @@ func TestServerAnswersInResponse(t *testing.T) {
 func TestLocalNodeMissingReplica(t *testing.T) {
 	m := newTestMeta()
 	n := startNode(t, m, 3, Config{})
-	l := newLocalNode(n.store)
+	l := newLocalNode(n.Store)
 	ctx := context.Background()
 	if _, sent, err := l.write(ctx, &kvpb.WriteRequest{PartitionId: 42}); sent || err == nil || err.Error() != "NOT_FOUND: no replica of partition 42 on node 3" {
 		t.Fatalf("write: sent %v, %v", sent, err)
@@ -106,4 +91,10 @@ func TestLocalNodeMissingReplica(t *testing.T) {
 	if l.node != consensus.NodeID(3) {
 		t.Fatalf("local node %d, want the store's 3", l.node)
 	}
+}
+
+// inResponse returns the partition error an internal-service response
+// carries, and the call's gRPC error.
+func inResponse[R interface{ GetError() *kvpb.Error }](resp R, err error) (*kvpb.Error, error) {
+	return resp.GetError(), err
 }

@@ -3,15 +3,13 @@ package router
 import (
 	"context"
 	"errors"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/cosmosd/cosmosd/consensus"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
+	"github.com/cosmosd/cosmosd/router/routertest"
 )
 
 // A request waiting on a node that stops heartbeating (paused, cut off) is
@@ -167,17 +165,10 @@ func TestSilentNeedsEveryDetector(t *testing.T) {
 // with cfg whose connection to node 7 is that server, just heard from.
 func pingedNode(t *testing.T, ps *pingServer, cfg Config) (*Router, *nodeConn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	kvpb.RegisterInternalServer(srv, ps)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
+	addr, _ := routertest.ServeInternal(t, ps)
 	r := New(cfg)
 	t.Cleanup(r.Close)
-	c := dialTest(t, ln.Addr().String())
+	c := dialTest(t, addr)
 	c.heard()
 	r.pool.mu.Lock()
 	r.pool.mu.conns[7] = c

@@ -8,27 +8,14 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/cluster/metakv/metakvtest"
 )
 
-// embeddedEtcd starts a real single-member etcd and returns a client of it.
-func embeddedEtcd(t *testing.T) *clientv3.Client {
-	t.Helper()
-	e, err := embedded.Start(embedded.Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	return cli
-}
+// embeddedEtcd starts a real single-member etcd and returns a client of
+// it (the contract tests' store runs on it too).
+func embeddedEtcd(t *testing.T) *clientv3.Client { return embedded.StartForTest(t) }
 
 // etcdHarness opens each subtest's store under a prefix of its own in one
 // etcd, so the stores share etcd's revision counter.

@@ -8,16 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
-	"github.com/cosmosd/cosmosd/consensus/local"
-	"github.com/cosmosd/cosmosd/partition"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/ring"
+	"github.com/cosmosd/cosmosd/router/routertest"
 	"github.com/cosmosd/cosmosd/schema"
-	"github.com/cosmosd/cosmosd/storage"
 )
 
 // NodeID is the id of the one node of a Cluster: the replica of every
@@ -54,7 +50,6 @@ type Cluster struct {
 	// Clock is a manual clock for the executor's Now.
 	Clock *Clock
 
-	parts     *partition.Store
 	closeOnce sync.Once
 	closeErr  error
 	closers   []func() error
@@ -115,20 +110,12 @@ func Open(cfg Config) (_ *Cluster, err error) {
 	c.Roles = cluster.NewRoles(c.Meta)
 	c.Placer = &Placer{Catalog: c.Catalog, Partitions: cfg.Partitions}
 
-	// Small caches: a test writes kilobytes.
-	eng, err := storage.Open(storage.Config{FS: vfs.NewMem(), CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
+	node, err := routertest.Open(routertest.Config{NodeID: NodeID})
 	if err != nil {
 		return nil, err
 	}
-	c.closers = append(c.closers, eng.Close)
-	cons, err := local.New(local.Config{NodeID: NodeID, Storage: eng})
-	if err != nil {
-		return nil, err
-	}
-	c.closers = append(c.closers, cons.Close)
-	c.parts = partition.NewStore(partition.StoreConfig{NodeID: NodeID, Storage: eng, Consensus: cons})
-	c.closers = append(c.closers, func() error { c.parts.Close(); return nil })
-	c.KV = &KV{meta: c.Meta, parts: c.parts}
+	c.closers = append(c.closers, node.Close)
+	c.KV = &KV{meta: c.Meta, node: node}
 	return c, nil
 }
 

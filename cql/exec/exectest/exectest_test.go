@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cql/exec"
 	"github.com/cosmosd/cosmosd/cql/exec/exectest"
 	"github.com/cosmosd/cosmosd/partition"
@@ -18,22 +19,30 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The KV port routes as the router does (by token, by partition id, and
-// ErrNoPartition for neither), records what it served, and fails exactly
-// the requests FailNext names, before they reach a replica.
-func TestKVPort(t *testing.T) {
-	ctx := context.Background()
-	c := exectest.New(t, exectest.Config{Partitions: 3})
+// withTable returns an executor on c's ports and a session, after creating
+// table ks.t (k int PRIMARY KEY, v int) through it.
+func withTable(t *testing.T, c *exectest.Cluster) (*exec.Executor, *exec.Session) {
+	t.Helper()
 	e := exec.New(exec.Config{NodeID: exectest.NodeID, Meta: c.Meta, Catalog: c.Catalog, Router: c.KV, Placer: c.Placer, Now: c.Clock.Now})
 	sess := &exec.Session{}
 	for _, q := range []string{
 		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
 		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
 	} {
-		if _, err := e.Query(ctx, sess, q, exec.Request{}); err != nil {
+		if _, err := e.Query(context.Background(), sess, q, exec.Request{}); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	return e, sess
+}
+
+// The KV port routes as the router does (by token, by partition id, and
+// ErrNoPartition for neither), records what it served, and fails exactly
+// the requests FailNext names, before they reach a replica.
+func TestKVPort(t *testing.T) {
+	ctx := context.Background()
+	c := exectest.New(t, exectest.Config{Partitions: 3})
+	e, sess := withTable(t, c)
 	tb := c.Meta.State().Schema.Table("ks", "t")
 	parts := c.Meta.State().Ring(tb.ID).Partitions()
 	if len(parts) != 3 {
@@ -101,5 +110,45 @@ func TestClock(t *testing.T) {
 	c.Set(start)
 	if !c.Now().Equal(start) {
 		t.Fatal("Set did not set")
+	}
+}
+
+// A write the replica served is recorded with its response (a conditional
+// write's outcome shows in Format), and ClearFaults forgets the faults no
+// request took.
+func TestKVPortRecordsResponses(t *testing.T) {
+	ctx := context.Background()
+	c := exectest.New(t, exectest.Config{})
+	e, sess := withTable(t, c)
+	c.KV.FailNext(2, exectest.AnyRequest, kvpb.Error_UNAVAILABLE)
+	c.KV.ClearFaults()
+	c.KV.Record(true)
+	for _, want := range []string{"→ applied=true", "→ applied=false current=1"} {
+		if _, err := e.Query(ctx, sess, "INSERT INTO ks.t (k, v) VALUES (1, 1) IF NOT EXISTS", exec.Request{}); err != nil {
+			t.Fatalf("conditional insert (faults cleared): %v", err)
+		}
+		reqs := c.KV.Take()
+		if len(reqs) != 1 || reqs[0].Write == nil || reqs[0].WriteResp == nil || reqs[0].Injected || reqs[0].Err != nil {
+			t.Fatalf("recorded %+v, want one served write with its response", reqs)
+		}
+		if got := exectest.Format(reqs[0]); !strings.Contains(got, "if (k=1) not exists") || !strings.HasSuffix(strings.TrimSpace(got), want) {
+			t.Fatalf("formatted conditional write:\n%s\nwant it to end %q", got, want)
+		}
+	}
+}
+
+// NewMeta is the metadata half alone; RegisterNode shows another node in
+// it once it returns.
+func TestNewMetaAndRegisterNode(t *testing.T) {
+	kv, meta := exectest.NewMeta(t)
+	if rev, err := kv.Revision(t.Context()); err != nil || meta.State() == nil {
+		t.Fatalf("new meta: revision %d %v, state %v", rev, err, meta.State())
+	}
+	c := exectest.New(t, exectest.Config{})
+	if err := c.RegisterNode(t.Context(), cluster.NodeInfo{ID: 2, Name: "n2", CQLAddr: "127.0.0.2:9042"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Meta.State().Nodes[2]; n == nil || n.Name != "n2" {
+		t.Fatalf("node 2 after RegisterNode: %+v", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cosmosd/cosmosd/partition"
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	"github.com/cosmosd/cosmosd/router"
+	"github.com/cosmosd/cosmosd/router/routertest"
 )
 
 // KV is the executor's KV port over this node's partition replicas: the
@@ -18,12 +19,8 @@ import (
 // the leader hints, which a single replica never needs. Safe for
 // concurrent use.
 type KV struct {
-	meta  *cluster.Meta
-	parts *partition.Store
-
-	// reconcileMu serializes Reconcile, and guards reconciled.
-	reconcileMu sync.Mutex
-	reconciled  int64 // the metadata revision the replicas follow
+	meta *cluster.Meta
+	node *routertest.Node // its Reconcile runs before every request
 
 	mu struct {
 		sync.Mutex
@@ -128,53 +125,49 @@ func (k *KV) record(r Request) {
 
 // Write implements exec.KV.
 func (k *KV) Write(ctx context.Context, t router.Target, req *kvpb.WriteRequest) (*kvpb.WriteResponse, error) {
-	rec := Request{Target: t}
-	resp, err := func() (*kvpb.WriteResponse, error) {
-		rep, err := k.route(ctx, t, &rec)
-		if err != nil {
-			return nil, err
-		}
-		req.PartitionId, req.Generation, req.TableId = rec.Desc.GetId(), rec.Desc.GetGeneration(), rec.Desc.GetTableId()
-		rec.Write = proto.Clone(req).(*kvpb.WriteRequest)
-		if code, ok := k.takeFault(WriteRequest); ok {
-			rec.Injected = true
-			return nil, partition.Errorf(code, "injected by exectest")
-		}
-		return rep.Write(ctx, req)
-	}()
-	if rec.Write == nil {
-		rec.Write = proto.Clone(req).(*kvpb.WriteRequest)
-	}
-	if resp != nil {
-		rec.WriteResp = proto.Clone(resp).(*kvpb.WriteResponse)
-	}
-	rec.Err = err
-	k.record(rec)
-	return resp, err
+	return serve(ctx, k, t, WriteRequest, req, address{&req.PartitionId, &req.Generation, &req.TableId},
+		func(rep *partition.Replica) (*kvpb.WriteResponse, error) { return rep.Write(ctx, req) },
+		func(r *Request, sent *kvpb.WriteRequest, got *kvpb.WriteResponse) { r.Write, r.WriteResp = sent, got })
 }
 
 // Read implements exec.KV.
 func (k *KV) Read(ctx context.Context, t router.Target, req *kvpb.ReadRequest) (*kvpb.ReadResponse, error) {
+	return serve(ctx, k, t, ReadRequest, req, address{&req.PartitionId, &req.Generation, &req.TableId},
+		func(rep *partition.Replica) (*kvpb.ReadResponse, error) { return rep.Read(ctx, req) },
+		func(r *Request, sent *kvpb.ReadRequest, got *kvpb.ReadResponse) { r.Read, r.ReadResp = sent, got })
+}
+
+// address points at the fields of a request that name the partition it
+// is for, which the router fills in from the routing copy.
+type address struct{ partition, generation, table *uint64 }
+
+// serve serves one request of kind, as Read and Write do: it routes req
+// to its partition's replica, fills in its address from the partition's
+// descriptor, takes a fault FailNext set or calls the replica (call), and
+// records the request with copies of what was sent (taken before the
+// replica runs it) and answered, which file puts in the Request's fields
+// of its kind.
+func serve[Q, P proto.Message](ctx context.Context, k *KV, t router.Target, kind Kind, req Q, addr address,
+	call func(*partition.Replica) (P, error), file func(rec *Request, sent Q, got P)) (P, error) {
 	rec := Request{Target: t}
-	resp, err := func() (*kvpb.ReadResponse, error) {
-		rep, err := k.route(ctx, t, &rec)
-		if err != nil {
-			return nil, err
-		}
-		req.PartitionId, req.Generation, req.TableId = rec.Desc.GetId(), rec.Desc.GetGeneration(), rec.Desc.GetTableId()
-		rec.Read = proto.Clone(req).(*kvpb.ReadRequest)
-		if code, ok := k.takeFault(ReadRequest); ok {
-			rec.Injected = true
-			return nil, partition.Errorf(code, "injected by exectest")
-		}
-		return rep.Read(ctx, req)
-	}()
-	if rec.Read == nil {
-		rec.Read = proto.Clone(req).(*kvpb.ReadRequest)
+	var resp P
+	rep, err := k.route(ctx, t, &rec)
+	if err == nil {
+		*addr.partition, *addr.generation, *addr.table = rec.Desc.GetId(), rec.Desc.GetGeneration(), rec.Desc.GetTableId()
 	}
-	if resp != nil {
-		rec.ReadResp = proto.Clone(resp).(*kvpb.ReadResponse)
+	sent := proto.Clone(req).(Q)
+	if err == nil {
+		if code, ok := k.takeFault(kind); ok {
+			rec.Injected, err = true, partition.Errorf(code, "injected by exectest")
+		} else {
+			resp, err = call(rep)
+		}
 	}
+	var got P // nil unless the replica answered
+	if resp.ProtoReflect().IsValid() {
+		got = proto.Clone(resp).(P)
+	}
+	file(&rec, sent, got)
 	rec.Err = err
 	k.record(rec)
 	return resp, err
@@ -185,7 +178,9 @@ func (k *KV) Read(ctx context.Context, t router.Target, req *kvpb.ReadRequest) (
 func (k *KV) route(ctx context.Context, t router.Target, rec *Request) (*partition.Replica, error) {
 	st := k.meta.State()
 	rec.State = st
-	if err := k.reconcile(ctx, st); err != nil {
+	// The daemon's reconcile loop, run on demand: the replicas of a table
+	// exist as soon as the DDL that created it is visible.
+	if err := k.node.Reconcile(ctx, st); err != nil {
 		return nil, err
 	}
 	if t.Partition != 0 {
@@ -196,32 +191,9 @@ func (k *KV) route(ctx context.Context, t router.Target, rec *Request) (*partiti
 	} else if rec.Desc = st.Ring(t.Table).Lookup(t.Token); rec.Desc == nil {
 		return nil, fmt.Errorf("%w: table %d token %d", router.ErrNoPartition, t.Table, t.Token)
 	}
-	rep, ok := k.parts.Replica(rec.Desc.GetId())
+	rep, ok := k.node.Store.Replica(rec.Desc.GetId())
 	if !ok {
 		return nil, partition.Errorf(kvpb.Error_NOT_FOUND, "no replica of partition %d on node %d", rec.Desc.GetId(), NodeID)
 	}
 	return rep, nil
-}
-
-// reconcile brings the replicas in line with the rings of st, once per
-// metadata revision: the daemon's reconcile loop, run on demand.
-func (k *KV) reconcile(ctx context.Context, st *cluster.State) error {
-	k.reconcileMu.Lock()
-	defer k.reconcileMu.Unlock()
-	if st.Revision <= k.reconciled {
-		return nil
-	}
-	var parts []*kvpb.Descriptor
-	for _, r := range st.Rings {
-		parts = append(parts, r.Partitions()...)
-	}
-	live := map[uint64]bool{}
-	for id := range st.Schema.ByID {
-		live[id] = true
-	}
-	if err := k.parts.Reconcile(ctx, parts, live); err != nil {
-		return fmt.Errorf("exectest: start the replicas of revision %d: %w", st.Revision, err)
-	}
-	k.reconciled = st.Revision
-	return nil
 }
