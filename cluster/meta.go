@@ -63,6 +63,23 @@ func (s *State) TablePartition(table, id uint64) *kvpb.Descriptor {
 	return nil
 }
 
+// AllPartitions returns the routing copy of every partition of every ring,
+// and the ids of the tables that exist: what a node reconciles its local
+// replicas with (partition.Store.Reconcile). A ring whose table is not
+// live is a dropped table's, whose replicas go.
+func (s *State) AllPartitions() (parts []*kvpb.Descriptor, liveTables map[uint64]bool) {
+	for _, r := range s.Rings {
+		parts = append(parts, r.Partitions()...)
+	}
+	liveTables = map[uint64]bool{}
+	if s.Schema != nil {
+		for id := range s.Schema.ByID {
+			liveTables[id] = true
+		}
+	}
+	return parts, liveTables
+}
+
 // Partition finds a partition by id across all rings.
 func (s *State) Partition(id uint64) *kvpb.Descriptor {
 	for _, r := range s.Rings {

@@ -437,15 +437,7 @@ func (n *Node) reconcileLoop(ctx context.Context) {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
-		st := n.meta.State()
-		var parts []*kvpb.Descriptor
-		for _, r := range st.Rings {
-			parts = append(parts, r.Partitions()...)
-		}
-		live := map[uint64]bool{}
-		for id := range st.Schema.ByID {
-			live[id] = true
-		}
+		parts, live := n.meta.State().AllPartitions()
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := n.parts.Reconcile(rctx, parts, live); err != nil && ctx.Err() == nil {
 			n.logger.Warn("reconcile replicas", "err", err)

@@ -151,16 +151,7 @@ func (n *Node) Reconcile(ctx context.Context, st *cluster.State) error {
 	if st.Revision <= n.reconciled {
 		return nil
 	}
-	var parts []*kvpb.Descriptor
-	for _, r := range st.Rings {
-		parts = append(parts, r.Partitions()...)
-	}
-	live := map[uint64]bool{}
-	if st.Schema != nil {
-		for id := range st.Schema.ByID {
-			live[id] = true
-		}
-	}
+	parts, live := st.AllPartitions()
 	if err := n.Store.Reconcile(ctx, parts, live); err != nil {
 		return fmt.Errorf("routertest: node %d: start the replicas of revision %d: %w", n.ID, st.Revision, err)
 	}
