@@ -214,18 +214,8 @@ func (it *collIter) finish() error {
 // duplicates; of elements that compare equal the last one is kept. The input
 // slice is not modified.
 func NormalizeSet(t Type, elems [][]byte) [][]byte {
-	et := elemType(t, 0)
-	idx := make([]int, len(elems))
-	for i := range idx {
-		idx[i] = i
-	}
-	// Stable, so that among equal elements the later one sorts later.
-	slices.SortStableFunc(idx, func(a, b int) int { return Compare(et, elems[a], elems[b]) })
 	out := make([][]byte, 0, len(elems))
-	for j, i := range idx {
-		if j+1 < len(idx) && Compare(et, elems[i], elems[idx[j+1]]) == 0 {
-			continue
-		}
+	for _, i := range sortedLastOfEqual(elemType(t, 0), elems) {
 		out = append(out, elems[i])
 	}
 	return out
@@ -236,21 +226,42 @@ func NormalizeSet(t Type, elems [][]byte) [][]byte {
 // input slices are not modified. Entries beyond the shorter slice are
 // dropped.
 func NormalizeMap(t Type, keys, vals [][]byte) (k, v [][]byte) {
-	kt := elemType(t, 0)
 	n := min(len(keys), len(vals))
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return Compare(kt, keys[a], keys[b]) })
 	k, v = make([][]byte, 0, n), make([][]byte, 0, n)
-	for j, i := range idx {
-		if j+1 < len(idx) && Compare(kt, keys[i], keys[idx[j+1]]) == 0 {
-			continue
-		}
+	for _, i := range sortedLastOfEqual(elemType(t, 0), keys[:n]) {
 		k, v = append(k, keys[i]), append(v, vals[i])
 	}
 	return k, v
+}
+
+// sortedLastOfEqual returns the indexes of keys in the order Compare of t
+// sorts them, with only the last given of keys that compare equal.
+func sortedLastOfEqual(t Type, keys [][]byte) []int {
+	idx := make([]int, len(keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	// Stable, so that among equal keys the later one sorts later.
+	slices.SortStableFunc(idx, func(a, b int) int { return Compare(t, keys[a], keys[b]) })
+	// Filtered in place: the write position never passes the read one.
+	out := idx[:0]
+	for j, i := range idx {
+		if j+1 < len(idx) && Compare(t, keys[i], keys[idx[j+1]]) == 0 {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// itemType returns the type of item i of a serialized collection of type
+// t: the element type of a list or set; for a map, whose items are its keys
+// and values in turn, the key type for even i and the value type for odd.
+func itemType(t Type, i int) Type {
+	if t.Kind == Map {
+		return elemType(t, i%2)
+	}
+	return elemType(t, 0)
 }
 
 // elemType returns t.Elems[i], or blob when t is malformed, so that callers

@@ -2,6 +2,7 @@ package cqltype
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"math"
 )
@@ -42,7 +43,7 @@ func Compare(t Type, a, b []byte) int {
 	switch t.Kind {
 	case Int, Bigint, Counter, Timestamp, Time, Smallint, Tinyint:
 		if len(a) == len(b) {
-			if c := cmpInt(int(int8(a[0])), int(int8(b[0]))); c != 0 {
+			if c := cmp.Compare(int(int8(a[0])), int(int8(b[0]))); c != 0 {
 				return c
 			}
 			return bytes.Compare(a[1:], b[1:])
@@ -53,11 +54,11 @@ func Compare(t Type, a, b []byte) int {
 		}
 	case Float:
 		if len(a) == 4 && len(b) == 4 {
-			return cmpInt(floatKey(binary.BigEndian.Uint32(a)), floatKey(binary.BigEndian.Uint32(b)))
+			return cmp.Compare(floatKey(binary.BigEndian.Uint32(a)), floatKey(binary.BigEndian.Uint32(b)))
 		}
 	case Double:
 		if len(a) == 8 && len(b) == 8 {
-			return cmpInt(doubleKey(binary.BigEndian.Uint64(a)), doubleKey(binary.BigEndian.Uint64(b)))
+			return cmp.Compare(doubleKey(binary.BigEndian.Uint64(a)), doubleKey(binary.BigEndian.Uint64(b)))
 		}
 	case Varint:
 		return compareVarint(a, b)
@@ -68,7 +69,7 @@ func Compare(t Type, a, b []byte) int {
 	case UUID:
 		if len(a) == 16 && len(b) == 16 {
 			ha, hb := uuidKeyHigh(binary.BigEndian.Uint64(a)), uuidKeyHigh(binary.BigEndian.Uint64(b))
-			if c := cmpInt(ha, hb); c != 0 {
+			if c := cmp.Compare(ha, hb); c != 0 {
 				return c
 			}
 			return bytes.Compare(a[8:], b[8:])
@@ -76,11 +77,11 @@ func Compare(t Type, a, b []byte) int {
 	case Timeuuid:
 		if len(a) == 16 && len(b) == 16 {
 			ha, hb := int64(reorderTimestamp(binary.BigEndian.Uint64(a))), int64(reorderTimestamp(binary.BigEndian.Uint64(b)))
-			if c := cmpInt(ha, hb); c != 0 {
+			if c := cmp.Compare(ha, hb); c != 0 {
 				return c
 			}
 			const signs = 0x8080808080808080
-			return cmpInt(binary.BigEndian.Uint64(a[8:])^signs, binary.BigEndian.Uint64(b[8:])^signs)
+			return cmp.Compare(binary.BigEndian.Uint64(a[8:])^signs, binary.BigEndian.Uint64(b[8:])^signs)
 		}
 	case List, Set, Map:
 		if c, ok := compareCollections(t, a, b); ok {
@@ -104,39 +105,35 @@ func cmpBool(a, b bool) int {
 	return -1
 }
 
-// floatKey maps float bits to an unsigned key in Java Float.compare order:
-// NaNs are made canonical, negatives have all bits flipped, non-negatives
-// the sign bit.
+// floatKey maps float bits to an unsigned key in Java Float.compare order
+// (see orderKey); doubleKey likewise for Double.compare.
 func floatKey(bits uint32) uint32 {
-	if f := math.Float32frombits(bits); f != f {
-		bits = 0x7FC00000
-	}
-	if bits&(1<<31) != 0 {
-		return ^bits
-	}
-	return bits | 1<<31
-}
-
-func floatFromKey(k uint32) uint32 {
-	if k&(1<<31) != 0 {
-		return k &^ (1 << 31)
-	}
-	return ^k
+	return orderKey(bits, math.IsNaN(float64(math.Float32frombits(bits))), 0x7FC00000)
 }
 
 func doubleKey(bits uint64) uint64 {
-	if f := math.Float64frombits(bits); f != f {
-		bits = 0x7FF8000000000000
-	}
-	if bits&(1<<63) != 0 {
-		return ^bits
-	}
-	return bits | 1<<63
+	return orderKey(bits, math.IsNaN(math.Float64frombits(bits)), 0x7FF8000000000000)
 }
 
-func doubleFromKey(k uint64) uint64 {
-	if k&(1<<63) != 0 {
-		return k &^ (1 << 63)
+// orderKey maps the bits of an IEEE 754 number to an unsigned key that
+// orders as Java's compare does: NaNs are made canonical, negatives have
+// all bits flipped, non-negatives the sign bit.
+func orderKey[U uint32 | uint64](bits U, isNaN bool, canonicalNaN U) U {
+	if isNaN {
+		bits = canonicalNaN
+	}
+	sign := ^(^U(0) >> 1)
+	if bits&sign != 0 {
+		return ^bits
+	}
+	return bits | sign
+}
+
+// fromOrderKey inverts orderKey (a NaN comes back canonical).
+func fromOrderKey[U uint32 | uint64](k U) U {
+	sign := ^(^U(0) >> 1)
+	if k&sign != 0 {
+		return k &^ sign
 	}
 	return ^k
 }
@@ -191,15 +188,11 @@ func compareCollections(t Type, a, b []byte) (int, bool) {
 		if err != nil {
 			return 0, false
 		}
-		et := elemType(t, 0)
-		if isMap {
-			et = elemType(t, i%2)
-		}
-		if c := Compare(et, ea, eb); c != 0 {
+		if c := Compare(itemType(t, i), ea, eb); c != 0 {
 			return c, true
 		}
 	}
-	return cmpInt(ia.n, ib.n), true
+	return cmp.Compare(ia.n, ib.n), true
 }
 
 // compareComponents follows Cassandra's TupleType.compareCustom.

@@ -1,6 +1,7 @@
 package cqltype
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"math/big"
@@ -102,7 +103,7 @@ func javaFloatCompare(a, b float32) int {
 		}
 		return int32(math.Float32bits(f))
 	}
-	return cmpInt(int(bitsOf(a)), int(bitsOf(b)))
+	return cmp.Compare(int(bitsOf(a)), int(bitsOf(b)))
 }
 
 func javaReorder(in int64) int64 {
@@ -117,24 +118,24 @@ func javaUUIDCompare(a, b []byte) int {
 		return sign(v1 - v2)
 	}
 	if v1 == 1 {
-		if c := cmpInt(javaReorder(msb1), javaReorder(msb2)); c != 0 {
+		if c := cmp.Compare(javaReorder(msb1), javaReorder(msb2)); c != 0 {
 			return c
 		}
-	} else if c := cmpInt(uint64(msb1), uint64(msb2)); c != 0 {
+	} else if c := cmp.Compare(uint64(msb1), uint64(msb2)); c != 0 {
 		return c
 	}
-	return cmpInt(binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(b[8:]))
+	return cmp.Compare(binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(b[8:]))
 }
 
 // javaTimeUUIDCompare transcribes TimeUUIDType.compareCustom.
 func javaTimeUUIDCompare(a, b []byte) int {
 	msb1, msb2 := javaReorder(int64(binary.BigEndian.Uint64(a))), javaReorder(int64(binary.BigEndian.Uint64(b)))
-	if c := cmpInt(msb1, msb2); c != 0 {
+	if c := cmp.Compare(msb1, msb2); c != 0 {
 		return c
 	}
 	lsb1 := int64(binary.BigEndian.Uint64(a[8:])) ^ 0x0080808080808080
 	lsb2 := int64(binary.BigEndian.Uint64(b[8:])) ^ 0x0080808080808080
-	return cmpInt(lsb1, lsb2)
+	return cmp.Compare(lsb1, lsb2)
 }
 
 func decimalRat(v []byte) *big.Rat {

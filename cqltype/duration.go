@@ -169,31 +169,25 @@ func (b *durationBuilder) add(unit int, n int64) error {
 	b.currentUnit = unit
 	switch unit {
 	case unitYears, unitMonths:
-		per := int64(1)
-		if unit == unitYears {
-			per = 12
-		}
-		if n > (math.MaxInt32-b.months)/per {
-			return valueErrorf("Invalid duration. The total number of months must be less or equal to %d", math.MaxInt32)
-		}
-		b.months += n * per
+		return addUnits(&b.months, n, unitScale[unit], math.MaxInt32, "months")
 	case unitWeeks, unitDays:
-		per := int64(1)
-		if unit == unitWeeks {
-			per = 7
-		}
-		if n > (math.MaxInt32-b.days)/per {
-			return valueErrorf("Invalid duration. The total number of days must be less or equal to %d", math.MaxInt32)
-		}
-		b.days += n * per
-	default:
-		per := [...]int64{unitHours: 3600e9, unitMinutes: 60e9, unitSeconds: 1e9, unitMillis: 1e6,
-			unitMicros: 1e3, unitNanos: 1}[unit]
-		if n > (math.MaxInt64-b.nanos)/per {
-			return valueErrorf("Invalid duration. The total number of nanoseconds must be less or equal to %d", int64(math.MaxInt64))
-		}
-		b.nanos += n * per
+		return addUnits(&b.days, n, unitScale[unit], math.MaxInt32, "days")
 	}
+	return addUnits(&b.nanos, n, unitScale[unit], math.MaxInt64, "nanoseconds")
+}
+
+// unitScale is what a unit is worth in the total it adds to: months for
+// years and months, days for weeks and days, nanoseconds for the rest.
+var unitScale = [...]int64{unitYears: 12, unitMonths: 1, unitWeeks: 7, unitDays: 1,
+	unitHours: 3600e9, unitMinutes: 60e9, unitSeconds: 1e9, unitMillis: 1e6, unitMicros: 1e3, unitNanos: 1}
+
+// addUnits adds n units worth scale each to *total, refusing a total above
+// most (what names the total in the error).
+func addUnits(total *int64, n, scale, most int64, what string) error {
+	if n > (most-*total)/scale {
+		return valueErrorf("Invalid duration. The total number of %s must be less or equal to %d", what, most)
+	}
+	*total += n * scale
 	return nil
 }
 

@@ -24,27 +24,53 @@ func Format(t Type, v []byte) string {
 	return b.String()
 }
 
-func formatTo(b *strings.Builder, t Type, v []byte) {
-	if v == nil {
+// notation is what a textual form of values (CQL literals for Format,
+// JSON for ToJSON) writes for the values it does not render by kind.
+type notation struct {
+	emptyText, emptyBlob string              // the empty value of text and blob kinds
+	emptyOther           func(t Type) string // the empty value of any other kind
+	malformed            func(b *strings.Builder, v []byte)
+}
+
+// writeSpecial writes v in notation n if it is null, empty or malformed,
+// and reports whether it did. What it leaves is well-formed and not empty,
+// for the caller to render by kind.
+func (n *notation) writeSpecial(b *strings.Builder, t Type, v []byte) bool {
+	switch {
+	case v == nil:
 		b.WriteString("null")
-		return
-	}
-	if len(v) == 0 {
+	case len(v) == 0:
 		switch t.Kind {
 		case Ascii, Varchar:
-			b.WriteString("''")
+			b.WriteString(n.emptyText)
 		case Blob, Custom:
-			b.WriteString("0x")
-		case List, Set, Map, Tuple, UDT:
-			b.WriteString("<empty>")
+			b.WriteString(n.emptyBlob)
 		default:
-			name := t.String()
-			b.WriteString("blobAs" + strings.ToUpper(name[:1]) + name[1:] + "(0x)")
+			b.WriteString(n.emptyOther(t))
 		}
-		return
+	case validate(t, v) != nil:
+		n.malformed(b, v)
+	default:
+		return false
 	}
-	if validate(t, v) != nil {
-		writeHex(b, v)
+	return true
+}
+
+var cqlNotation = notation{emptyText: "''", emptyBlob: "0x", emptyOther: emptyCQL, malformed: writeHex}
+
+// emptyCQL is the CQL form of the empty value of a type with no empty
+// literal: blobAs<type>(0x) is a valid function call.
+func emptyCQL(t Type) string {
+	switch t.Kind {
+	case List, Set, Map, Tuple, UDT:
+		return "<empty>"
+	}
+	name := t.String()
+	return "blobAs" + strings.ToUpper(name[:1]) + name[1:] + "(0x)"
+}
+
+func formatTo(b *strings.Builder, t Type, v []byte) {
+	if cqlNotation.writeSpecial(b, t, v) {
 		return
 	}
 	switch t.Kind {
@@ -80,57 +106,50 @@ func formatTo(b *strings.Builder, t Type, v []byte) {
 		d, _ := decodeDuration(v)
 		b.WriteString(d.String())
 	case List, Set:
-		open, close := "[", "]"
+		open, close := byte('['), byte(']')
 		if t.Kind == Set {
-			open, close = "{", "}"
+			open, close = '{', '}'
 		}
 		elems, _ := DecodeCollection(v)
-		b.WriteString(open)
-		for i, e := range elems {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			formatTo(b, elemType(t, 0), e)
-		}
-		b.WriteString(close)
+		writeSeq(b, open, close, len(elems), func(i int) { formatTo(b, elemType(t, 0), elems[i]) })
 	case Map:
 		keys, vals, _ := DecodeMap(v)
-		b.WriteByte('{')
-		for i := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
+		writeSeq(b, '{', '}', len(keys), func(i int) {
 			formatTo(b, elemType(t, 0), keys[i])
 			b.WriteString(": ")
 			formatTo(b, elemType(t, 1), vals[i])
-		}
-		b.WriteByte('}')
+		})
 	case Tuple, UDT:
 		types := componentTypes(t)
 		elems, _ := DecodeTuple(v, len(types))
+		open, close := byte('('), byte(')')
 		if t.Kind == UDT {
-			b.WriteByte('{')
-		} else {
-			b.WriteByte('(')
+			open, close = '{', '}'
 		}
-		for i, e := range elems {
-			if i > 0 {
-				b.WriteString(", ")
-			}
+		writeSeq(b, open, close, len(elems), func(i int) {
 			if t.Kind == UDT {
 				b.WriteString(t.Fields[i].Name)
 				b.WriteString(": ")
 			}
-			formatTo(b, types[i], e)
-		}
-		if t.Kind == UDT {
-			b.WriteByte('}')
-		} else {
-			b.WriteByte(')')
-		}
+			formatTo(b, types[i], elems[i])
+		})
 	default:
 		writeHex(b, v)
 	}
+}
+
+// writeSeq writes open, then n items separated by ", " (item(i) writes item
+// i), then close: the form of collections, tuples and UDTs in both CQL
+// literals (Format) and JSON (ToJSON).
+func writeSeq(b *strings.Builder, open, close byte, n int, item func(i int)) {
+	b.WriteByte(open)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		item(i)
+	}
+	b.WriteByte(close)
 }
 
 func writeHex(b *strings.Builder, v []byte) {

@@ -27,33 +27,24 @@ func ToJSON(t Type, v []byte) string {
 	return b.String()
 }
 
+var jsonNotation = notation{emptyText: `""`, emptyBlob: `"0x"`, emptyOther: emptyJSON, malformed: writeJSONHex}
+
+// emptyJSON: an empty value of a type with content has no JSON form;
+// Cassandra writes it as null too.
+func emptyJSON(Type) string { return "null" }
+
+// writeJSONHex writes v as a "0x..." JSON string.
+func writeJSONHex(b *strings.Builder, v []byte) { writeJSONString(b, fmt.Sprintf("0x%x", v)) }
+
 func jsonTo(b *strings.Builder, t Type, v []byte) {
-	if v == nil {
-		b.WriteString("null")
-		return
-	}
-	if len(v) == 0 {
-		switch t.Kind {
-		case Ascii, Varchar:
-			b.WriteString(`""`)
-		case Blob, Custom:
-			b.WriteString(`"0x"`)
-		default:
-			// An empty value of a type with content has no JSON form;
-			// Cassandra writes it as null too.
-			b.WriteString("null")
-		}
-		return
-	}
-	if validate(t, v) != nil {
-		writeJSONString(b, "0x"+fmt.Sprintf("%x", v))
+	if jsonNotation.writeSpecial(b, t, v) {
 		return
 	}
 	switch t.Kind {
 	case Ascii, Varchar:
 		writeJSONString(b, string(v))
 	case Blob, Custom:
-		writeJSONString(b, fmt.Sprintf("0x%x", v))
+		writeJSONHex(b, v)
 	case Int, Bigint, Counter, Smallint, Tinyint, Varint, Decimal, Boolean:
 		b.WriteString(Format(t, v))
 	case Float, Double:
@@ -86,25 +77,16 @@ func jsonTo(b *strings.Builder, t Type, v []byte) {
 		} else {
 			elems, _ = DecodeCollection(v)
 		}
-		b.WriteByte('[')
-		for i, e := range elems {
-			if i > 0 {
-				b.WriteString(", ")
-			}
+		writeSeq(b, '[', ']', len(elems), func(i int) {
 			et := elemType(t, 0)
 			if t.Kind == Tuple {
 				et = types[i]
 			}
-			jsonTo(b, et, e)
-		}
-		b.WriteByte(']')
+			jsonTo(b, et, elems[i])
+		})
 	case Map:
 		keys, vals, _ := DecodeMap(v)
-		b.WriteByte('{')
-		for i := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
+		writeSeq(b, '{', '}', len(keys), func(i int) {
 			k := ToJSON(elemType(t, 0), keys[i])
 			if !strings.HasPrefix(k, `"`) {
 				k = jsonQuote(k)
@@ -112,23 +94,17 @@ func jsonTo(b *strings.Builder, t Type, v []byte) {
 			b.WriteString(k)
 			b.WriteString(": ")
 			jsonTo(b, elemType(t, 1), vals[i])
-		}
-		b.WriteByte('}')
+		})
 	case UDT:
 		types := componentTypes(t)
 		elems, _ := DecodeTuple(v, len(types))
-		b.WriteByte('{')
-		for i, e := range elems {
-			if i > 0 {
-				b.WriteString(", ")
-			}
+		writeSeq(b, '{', '}', len(elems), func(i int) {
 			writeJSONString(b, t.Fields[i].Name)
 			b.WriteString(": ")
-			jsonTo(b, types[i], e)
-		}
-		b.WriteByte('}')
+			jsonTo(b, types[i], elems[i])
+		})
 	default:
-		writeJSONString(b, fmt.Sprintf("0x%x", v))
+		writeJSONHex(b, v)
 	}
 }
 

@@ -149,11 +149,7 @@ func appendKeyAsc(dst []byte, t Type, v []byte) ([]byte, error) {
 			if err != nil {
 				return dst, err
 			}
-			et := elemType(t, 0)
-			if t.Kind == Map {
-				et = elemType(t, i%2)
-			}
-			if dst, err = appendKeyAsc(dst, et, e); err != nil {
+			if dst, err = appendKeyAsc(dst, itemType(t, i), e); err != nil {
 				return dst, err
 			}
 		}
@@ -449,13 +445,13 @@ func (r *keyReader) decode(t Type) []byte {
 		if r.err != nil {
 			return nil
 		}
-		return binary.BigEndian.AppendUint32(nil, floatFromKey(binary.BigEndian.Uint32(k)))
+		return binary.BigEndian.AppendUint32(nil, fromOrderKey(binary.BigEndian.Uint32(k)))
 	case Double:
 		k := r.appendN(make([]byte, 0, 8), 8)
 		if r.err != nil {
 			return nil
 		}
-		return binary.BigEndian.AppendUint64(nil, doubleFromKey(binary.BigEndian.Uint64(k)))
+		return binary.BigEndian.AppendUint64(nil, fromOrderKey(binary.BigEndian.Uint64(k)))
 	case UUID:
 		v := r.appendN(make([]byte, 0, 16), 16)
 		if r.err != nil {
@@ -482,11 +478,7 @@ func (r *keyReader) decode(t Type) []byte {
 				r.pos++
 				break
 			}
-			et := elemType(t, 0)
-			if t.Kind == Map {
-				et = elemType(t, i%2)
-			}
-			e := r.decode(et)
+			e := r.decode(itemType(t, i))
 			if e == nil && r.err == nil {
 				r.err = errBadKey // null element
 			}

@@ -138,37 +138,13 @@ func ParseLiteral(t Type, lit LitKind, text string) ([]byte, error) {
 		}
 		return []byte(text), nil
 	case Inet:
-		if text == "" {
-			return []byte{}, nil
-		}
-		return parseInet(text)
+		return parseNonEmpty(text, parseInet, func(a []byte) []byte { return a })
 	case Date:
-		if text == "" {
-			return []byte{}, nil
-		}
-		d, err := parseDateText(text)
-		if err != nil {
-			return nil, err
-		}
-		return binary.BigEndian.AppendUint32(nil, d), nil
+		return parseNonEmpty(text, parseDateText, func(d uint32) []byte { return binary.BigEndian.AppendUint32(nil, d) })
 	case Time:
-		if text == "" {
-			return []byte{}, nil
-		}
-		ns, err := parseTimeText(text)
-		if err != nil {
-			return nil, err
-		}
-		return binary.BigEndian.AppendUint64(nil, uint64(ns)), nil
+		return parseNonEmpty(text, parseTimeText, int64Bytes)
 	case Timestamp:
-		if text == "" {
-			return []byte{}, nil
-		}
-		ms, err := parseTimestampText(text)
-		if err != nil {
-			return nil, err
-		}
-		return binary.BigEndian.AppendUint64(nil, uint64(ms)), nil
+		return parseNonEmpty(text, parseTimestampText, int64Bytes)
 	case Int, Bigint, Counter, Smallint, Tinyint:
 		return parseFixedInt(t.Kind, text)
 	case Varint:
@@ -266,6 +242,23 @@ func appendFixedInt(dst []byte, k Kind, v int64) []byte {
 	}
 	return binary.BigEndian.AppendUint64(dst, uint64(v))
 }
+
+// parseNonEmpty serializes the string literal text of an inet, date, time
+// or timestamp: parse reads it and encode serializes the result. The empty
+// text is the empty value of these types, as in Cassandra.
+func parseNonEmpty[T any](text string, parse func(string) (T, error), encode func(T) []byte) ([]byte, error) {
+	if text == "" {
+		return []byte{}, nil
+	}
+	x, err := parse(text)
+	if err != nil {
+		return nil, err
+	}
+	return encode(x), nil
+}
+
+// int64Bytes serializes a time (ns) or timestamp (ms) as 8 big-endian bytes.
+func int64Bytes(x int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(x)) }
 
 // parseInet accepts an IPv4 or IPv6 address literal (no host names, no
 // zones). An IPv4-mapped IPv6 address becomes 4 bytes, as Java's

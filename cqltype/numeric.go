@@ -1,6 +1,7 @@
 package cqltype
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"math/big"
@@ -144,20 +145,10 @@ func varintInt64(b []byte) (int64, bool) {
 func compareVarint(a, b []byte) int {
 	if x, ok := varintInt64(a); ok {
 		if y, ok := varintInt64(b); ok {
-			return cmpInt(x, y)
+			return cmp.Compare(x, y)
 		}
 	}
 	return varintToBig(a).Cmp(varintToBig(b))
-}
-
-func cmpInt[T int64 | uint64 | int | uint32](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // decParts returns the canonical form of a serialized decimal (len >= 4):
@@ -181,16 +172,16 @@ func compareDecimal(a, b []byte) int {
 		// Same scale and small unscaled values: compare the integers.
 		if x, ok := varintInt64(a[4:]); ok {
 			if y, ok := varintInt64(b[4:]); ok {
-				return cmpInt(x, y)
+				return cmp.Compare(x, y)
 			}
 		}
 	}
 	sa, ea, da := decParts(a)
 	sb, eb, db := decParts(b)
 	if sa != sb {
-		return cmpInt(sa, sb)
+		return cmp.Compare(sa, sb)
 	}
-	c := cmpInt(ea, eb)
+	c := cmp.Compare(ea, eb)
 	if c == 0 {
 		c = strings.Compare(da, db)
 	}

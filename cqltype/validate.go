@@ -74,15 +74,11 @@ func validate(t Type, v []byte) error {
 		if n != 8 && n != 0 {
 			return valueErrorf("Expected 8 or 0 byte value for a double (%d)", n)
 		}
-	case UUID:
+	case UUID, Timeuuid:
 		if n != 16 && n != 0 {
 			return valueErrorf("UUID should be 16 or 0 bytes (%d)", n)
 		}
-	case Timeuuid:
-		if n != 16 && n != 0 {
-			return valueErrorf("UUID should be 16 or 0 bytes (%d)", n)
-		}
-		if n == 16 && v[6]&0xF0 != 0x10 {
+		if t.Kind == Timeuuid && n == 16 && v[6]&0xF0 != 0x10 {
 			return valueErrorf("Invalid version for TimeUUID type.")
 		}
 	case Inet:
@@ -107,55 +103,40 @@ func validate(t Type, v []byte) error {
 	case Duration:
 		_, err := decodeDuration(v)
 		return err
-	case List, Set:
-		what := "list"
-		if t.Kind == Set {
-			what = "set"
-		}
-		it, err := newCollIter(v, false, what)
-		if err != nil {
-			return err
-		}
-		et := elemType(t, 0)
-		for it.more() {
-			e, err := it.next()
-			if err != nil {
-				return err
-			}
-			if err := validate(et, e); err != nil {
-				return err
-			}
-		}
-		return it.finish()
-	case Map:
-		it, err := newCollIter(v, true, "map")
-		if err != nil {
-			return err
-		}
-		kt, vt := elemType(t, 0), elemType(t, 1)
-		for it.more() {
-			k, err := it.next()
-			if err != nil {
-				return err
-			}
-			if err := validate(kt, k); err != nil {
-				return err
-			}
-			val, err := it.next()
-			if err != nil {
-				return err
-			}
-			if err := validate(vt, val); err != nil {
-				return err
-			}
-		}
-		return it.finish()
+	case List, Set, Map:
+		return validateCollection(t, v)
 	case Tuple, UDT:
 		return validateComponents(t, v)
 	default:
 		return valueErrorf("Unsupported type %s", t)
 	}
 	return nil
+}
+
+// validateCollection validates a list, set or map: its items (for a map,
+// keys and values in turn) and that nothing follows them.
+func validateCollection(t Type, v []byte) error {
+	what := "list"
+	switch t.Kind {
+	case Set:
+		what = "set"
+	case Map:
+		what = "map"
+	}
+	it, err := newCollIter(v, t.Kind == Map, what)
+	if err != nil {
+		return err
+	}
+	for i := 0; it.more(); i++ {
+		e, err := it.next()
+		if err != nil {
+			return err
+		}
+		if err := validate(itemType(t, i), e); err != nil {
+			return err
+		}
+	}
+	return it.finish()
 }
 
 // validateComponents follows Cassandra's TupleSerializer.validate: fewer

@@ -138,48 +138,22 @@ type Executor struct {
 
 // New returns an executor.
 func New(cfg Config) *Executor {
-	if cfg.MaxValueBytes == 0 {
-		cfg.MaxValueBytes = 2 << 20
-	}
-	if cfg.LogicalPartitionMaxBytes == 0 {
-		cfg.LogicalPartitionMaxBytes = 20_000_000_000
-	}
-	if cfg.PhysicalPartitionMaxRU == 0 {
-		cfg.PhysicalPartitionMaxRU = 10_000
-	}
-	if cfg.PreparedCacheSize == 0 {
-		cfg.PreparedCacheSize = 10_000
-	}
-	if cfg.PreparedCacheBytes <= 0 {
-		cfg.PreparedCacheBytes = 256 << 20
-	}
-	if cfg.MaxPartitionKeyRestrictions == 0 {
-		cfg.MaxPartitionKeyRestrictions = DefaultMaxPartitionKeyRestrictions
-	}
-	if cfg.MaxClusteringKeyRestrictions == 0 {
-		cfg.MaxClusteringKeyRestrictions = DefaultMaxClusteringKeyRestrictions
-	}
-	if cfg.MaxMutationBytes <= 0 {
-		cfg.MaxMutationBytes = partition.DefaultMaxMutationBytes
-	}
-	if cfg.PageMaxBytes <= 0 {
-		cfg.PageMaxBytes = DefaultPageMaxBytes
-	}
-	if cfg.MaxUnpagedResultBytes <= 0 {
-		cfg.MaxUnpagedResultBytes = DefaultMaxUnpagedResultBytes
-	}
-	if cfg.MaxProvisionedThroughput <= 0 {
-		cfg.MaxProvisionedThroughput = DefaultMaxProvisionedThroughput
-	}
-	if cfg.MaxPartitionsPerTable <= 0 {
-		cfg.MaxPartitionsPerTable = DefaultMaxPartitionsPerTable
-	}
-	if cfg.ClusterName == "" {
-		cfg.ClusterName = "cosmosd"
-	}
-	if cfg.ReleaseVersion == "" {
-		cfg.ReleaseVersion = "3.11.17"
-	}
+	// orDefault takes only the zero value as unset (a negative restriction
+	// limit means "no limit"); orPositive takes any value <= 0.
+	orDefault(&cfg.MaxValueBytes, 2<<20)
+	orDefault(&cfg.LogicalPartitionMaxBytes, 20_000_000_000)
+	orDefault(&cfg.PhysicalPartitionMaxRU, 10_000)
+	orDefault(&cfg.PreparedCacheSize, 10_000)
+	orPositive(&cfg.PreparedCacheBytes, 256<<20)
+	orDefault(&cfg.MaxPartitionKeyRestrictions, DefaultMaxPartitionKeyRestrictions)
+	orDefault(&cfg.MaxClusteringKeyRestrictions, DefaultMaxClusteringKeyRestrictions)
+	orPositive(&cfg.MaxMutationBytes, partition.DefaultMaxMutationBytes)
+	orPositive(&cfg.PageMaxBytes, DefaultPageMaxBytes)
+	orPositive(&cfg.MaxUnpagedResultBytes, DefaultMaxUnpagedResultBytes)
+	orPositive(&cfg.MaxProvisionedThroughput, DefaultMaxProvisionedThroughput)
+	orPositive(&cfg.MaxPartitionsPerTable, DefaultMaxPartitionsPerTable)
+	orDefault(&cfg.ClusterName, "cosmosd")
+	orDefault(&cfg.ReleaseVersion, "3.11.17")
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -187,6 +161,21 @@ func New(cfg Config) *Executor {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Executor{cfg: cfg, prepared: newPreparedCache(cfg.PreparedCacheSize, cfg.PreparedCacheBytes)}
+}
+
+// orDefault sets *v to def when it is the zero value (unset).
+func orDefault[T comparable](v *T, def T) {
+	var unset T
+	if *v == unset {
+		*v = def
+	}
+}
+
+// orPositive sets *v to def unless it is positive.
+func orPositive[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Session is the per-connection state. Safe for concurrent use: requests
@@ -381,7 +370,7 @@ func (e *Executor) run(ctx context.Context, sess *Session, stmt parser.Statement
 	default:
 		return res, err
 	}
-	if !e.catchUp() || e.cfg.Meta.State().Revision == before {
+	if !e.caughtUpSince(before) {
 		return res, err
 	}
 	return e.dispatch(ctx, sess, stmt, b, req, text)
@@ -458,25 +447,38 @@ func (e *Executor) catchUp() bool {
 	return e.cfg.Meta.CatchUp(ctx) == nil
 }
 
+// caughtUpSince catches up with etcd and reports whether that brought
+// metadata newer than revision before, so that a check that failed on the
+// state of before is worth making again. before must be read ahead of the
+// failed check: read after it, it could already include the change the
+// check missed, and the catch-up would seem to bring nothing new.
+func (e *Executor) caughtUpSince(before int64) bool {
+	return e.catchUp() && e.cfg.Meta.State().Revision != before
+}
+
 // keyspaceExists reports whether a keyspace exists, catching up with etcd
 // before saying it does not.
 func (e *Executor) keyspaceExists(ks string) bool {
-	if e.cfg.Meta.State().Schema.Keyspaces[ks] != nil {
-		return true
-	}
-	return e.catchUp() && e.cfg.Meta.State().Schema.Keyspaces[ks] != nil
+	return findCaughtUp(e, func(s *schema.Schema) *schema.Keyspace { return s.Keyspaces[ks] }) != nil
 }
 
 // lookupTable returns a table, catching up with etcd before saying it does
 // not exist.
 func (e *Executor) lookupTable(ks, name string) *schema.Table {
-	if t := e.cfg.Meta.State().Schema.Table(ks, name); t != nil {
-		return t
+	return findCaughtUp(e, func(s *schema.Schema) *schema.Table { return s.Table(ks, name) })
+}
+
+// findCaughtUp returns what find finds in this node's schema. Before it
+// answers nil it catches up with etcd and looks again: a keyspace or table
+// that another node just created must not be reported missing here.
+func findCaughtUp[T any](e *Executor, find func(*schema.Schema) *T) *T {
+	if x := find(e.cfg.Meta.State().Schema); x != nil {
+		return x
 	}
 	if !e.catchUp() {
 		return nil
 	}
-	return e.cfg.Meta.State().Schema.Table(ks, name)
+	return find(e.cfg.Meta.State().Schema)
 }
 
 func (e *Executor) use(sess *Session, ks string) (*Result, error) {
@@ -527,25 +529,28 @@ func kvError(err error, cl uint16, write bool) error {
 	case kvpb.Error_UNAVAILABLE:
 		return &Error{Code: CodeUnavailable, Message: msg, Consistency: cl, Required: 3, Alive: 2}
 	case kvpb.Error_TIMEOUT:
-		if write {
-			return &Error{Code: CodeWriteTimeout, Message: msg, Consistency: cl, Required: 3, WriteType: "SIMPLE"}
-		}
-		return &Error{Code: CodeReadTimeout, Message: msg, Consistency: cl, Required: 3}
+		return timeoutError(msg, cl, write)
 	case kvpb.Error_OVERLOADED:
 		return newErr(CodeOverloaded, "%s", msg)
 	case kvpb.Error_INVALID, kvpb.Error_PARTITION_TOO_LARGE:
 		return Invalid("%s", strings.TrimPrefix(msg, "INVALID: "))
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		if write {
-			return &Error{Code: CodeWriteTimeout, Message: "Operation timed out: " + msg, Consistency: cl, Required: 3, WriteType: "SIMPLE"}
-		}
-		return &Error{Code: CodeReadTimeout, Message: "Operation timed out: " + msg, Consistency: cl, Required: 3}
+		return timeoutError("Operation timed out: "+msg, cl, write)
 	}
 	if errors.Is(err, router.ErrNoPartition) {
 		return Invalid("%s", msg)
 	}
 	return ServerError("%s", msg)
+}
+
+// timeoutError is the Write_timeout or Read_timeout error of a request at
+// consistency cl.
+func timeoutError(msg string, cl uint16, write bool) *Error {
+	if write {
+		return &Error{Code: CodeWriteTimeout, Message: msg, Consistency: cl, Required: 3, WriteType: "SIMPLE"}
+	}
+	return &Error{Code: CodeReadTimeout, Message: msg, Consistency: cl, Required: 3}
 }
 
 // preparedID derives a statement id as Cassandra does: an MD5 of the query

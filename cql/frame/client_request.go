@@ -117,13 +117,20 @@ func appendQueryParams(dst []byte, p *QueryParams) ([]byte, error) {
 	if flags&QueryFlagPagingState != 0 {
 		dst = appendBytes(dst, p.PagingState)
 	}
+	return appendSerialAndTimestamp(dst, flags, p.SerialConsistency, p.Timestamp), nil
+}
+
+// appendSerialAndTimestamp appends the serial consistency and the default
+// timestamp that end the parameters of QUERY and EXECUTE and a BATCH, each
+// only when flags announce it.
+func appendSerialAndTimestamp(dst []byte, flags byte, serial Consistency, ts int64) []byte {
 	if flags&QueryFlagSerialConsistency != 0 {
-		dst = appendShort(dst, uint16(p.SerialConsistency))
+		dst = appendShort(dst, uint16(serial))
 	}
 	if flags&QueryFlagDefaultTimestamp != 0 {
-		dst = appendLong(dst, p.Timestamp)
+		dst = appendLong(dst, ts)
 	}
-	return dst, nil
+	return dst
 }
 
 // AppendMessage appends the BATCH body. Its flags are b.Flags plus those
@@ -171,13 +178,7 @@ func (b *Batch) AppendMessage(dst []byte) ([]byte, error) {
 	}
 	dst = appendShort(dst, uint16(b.Consistency))
 	dst = append(dst, flags)
-	if flags&QueryFlagSerialConsistency != 0 {
-		dst = appendShort(dst, uint16(b.SerialConsistency))
-	}
-	if flags&QueryFlagDefaultTimestamp != 0 {
-		dst = appendLong(dst, b.Timestamp)
-	}
-	return dst, nil
+	return appendSerialAndTimestamp(dst, flags, b.SerialConsistency, b.Timestamp), nil
 }
 
 func (r *Register) AppendMessage(dst []byte) ([]byte, error) {

@@ -102,10 +102,7 @@ func DecodeError(body []byte) (*Error, error) {
 	case CodeUnprepared:
 		e.UnpreparedID = r.readShortBytes("unprepared id")
 	}
-	if err := r.finish("ERROR"); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return decoded(&r, "ERROR", e)
 }
 
 // DecodeResult decodes a RESULT body.
@@ -136,10 +133,7 @@ func DecodeResult(body []byte) (Response, error) {
 	default:
 		r.failf("unknown result kind 0x%04x", int32(kind))
 	}
-	if err := r.finish("RESULT " + kind.String()); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return decoded(&r, "RESULT "+kind.String(), res)
 }
 
 func (r *reader) readColumnSpecs(n int, global bool, ks, table string) []ColumnSpec {
@@ -268,8 +262,5 @@ func DecodeEvent(body []byte) (*Event, error) {
 	default:
 		r.failf("unknown event type %q", ev.Type)
 	}
-	if err := r.finish("EVENT"); err != nil {
-		return nil, err
-	}
-	return ev, nil
+	return decoded(&r, "EVENT", ev)
 }

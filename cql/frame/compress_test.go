@@ -18,9 +18,15 @@ import (
 // format to the older Encode/Decode): a 4-byte big-endian uncompressed length,
 // then a block from pierrec/lz4/v4's Compressor.
 func gocqlLZ4Encode(src []byte) []byte {
-	buf := make([]byte, 4+lz4.CompressBlockBound(len(src)))
 	var c lz4.Compressor
-	n, err := c.CompressBlock(src, buf[4:])
+	return lengthPrefixedLZ4(src, c.CompressBlock)
+}
+
+// lengthPrefixedLZ4 is the framing both drivers use: a 4-byte big-endian
+// uncompressed length, then the block compress writes.
+func lengthPrefixedLZ4(src []byte, compress func(src, dst []byte) (int, error)) []byte {
+	buf := make([]byte, 4+lz4.CompressBlockBound(len(src)))
+	n, err := compress(src, buf[4:])
 	if err != nil {
 		panic(err)
 	}
@@ -46,14 +52,8 @@ func gocqlLZ4Decode(src []byte) ([]byte, error) {
 // python-lz4 wraps the reference C library's LZ4_compress_default, whose
 // output pierrec's CompressorCCompat reproduces exactly.
 func pythonLZ4Encode(src []byte) []byte {
-	buf := make([]byte, 4+lz4.CompressBlockBound(len(src)))
 	var c lz4.CompressorCCompat
-	n, err := c.CompressBlock(src, buf[4:])
-	if err != nil {
-		panic(err)
-	}
-	binary.BigEndian.PutUint32(buf, uint32(len(src)))
-	return buf[:4+n]
+	return lengthPrefixedLZ4(src, c.CompressBlock)
 }
 
 // pythonLZ4Decode reproduces lz4_decompress: it flips the prefix to

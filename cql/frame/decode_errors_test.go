@@ -9,15 +9,9 @@ import (
 // TestDecodeErrors checks that malformed bodies fail with ErrMalformed and a
 // message that says what was wrong.
 func TestDecodeErrors(t *testing.T) {
-	query := func(b string) func(*testing.T) error {
-		return func(t *testing.T) error { _, err := DecodeQuery(unhex(t, b)); return err }
-	}
-	batch := func(b string) func(*testing.T) error {
-		return func(t *testing.T) error { _, err := DecodeBatch(unhex(t, b)); return err }
-	}
-	result := func(b string) func(*testing.T) error {
-		return func(t *testing.T) error { _, err := DecodeResult(unhex(t, b)); return err }
-	}
+	query := func(b string) func(*testing.T) error { return decodeHex(DecodeQuery, b) }
+	batch := func(b string) func(*testing.T) error { return decodeHex(DecodeBatch, b) }
+	result := func(b string) func(*testing.T) error { return decodeHex(DecodeResult, b) }
 	tests := []struct {
 		name   string
 		decode func(*testing.T) error
@@ -34,17 +28,17 @@ func TestDecodeErrors(t *testing.T) {
 		{"query-short-value", query("00000001 78 0001 01 0001 00000004 0102"), "read [value]: need 4 bytes, have 2"},
 		{"query-short-name", query("00000001 78 0001 41 0001 0005 6162"), "read [string]: need 5 bytes, have 2"},
 		{"query-short-timestamp", query("00000001 78 0001 20 0102"), "read default timestamp: need 8 bytes, have 2"},
-		{"execute-short-id", func(t *testing.T) error { _, err := DecodeExecute(unhex(t, "0004 ab")); return err },
+		{"execute-short-id", decodeHex(DecodeExecute, "0004 ab"),
 			"EXECUTE: frame: malformed: read prepared id: need 4 bytes, have 1"},
-		{"startup-truncated-map", func(t *testing.T) error { _, err := DecodeStartup(unhex(t, "0002 0001 61 0001 62")); return err },
+		{"startup-truncated-map", decodeHex(DecodeStartup, "0002 0001 61 0001 62"),
 			"STARTUP: frame: malformed: read [string] length: need 2 bytes, have 0"},
 		{"batch-bad-type", batch("03 0000 0001 00"), "unknown batch type 3"},
 		{"batch-bad-kind", batch("00 0001 02"), "BATCH: statement 0 of 1: frame: malformed: statement kind 2, want 0 (query) or 1 (prepared id)"},
 		{"batch-names", batch("00 0000 0001 40"), "names for values are not supported in batches"},
 		{"batch-bad-flags", batch("00 0000 0001 01"), "only 0x10 and 0x20 are allowed"},
-		{"register-short", func(t *testing.T) error { _, err := DecodeRegister(unhex(t, "0003 0001 61")); return err },
+		{"register-short", decodeHex(DecodeRegister, "0003 0001 61"),
 			"REGISTER: frame: malformed: read [string] length"},
-		{"auth-response-short", func(t *testing.T) error { _, err := DecodeAuthResponse(unhex(t, "000000")); return err },
+		{"auth-response-short", decodeHex(DecodeAuthResponse, "000000"),
 			"read token length: need 4 bytes, have 3"},
 		{"payload-short", func(t *testing.T) error {
 			_, err := DecodeRequest(Frame{Header: Header{Flags: FlagCustomPayload, Opcode: OpQuery}, Body: unhex(t, "0001 0001")})
@@ -57,14 +51,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"rows-empty-columns-bomb", result("00000002 00000004 00000000 7fffffff"), "2147483647 rows of 0 columns"},
 		{"rows-deep-type", result("00000002 00000001 00000001 0001 61 0001 62 0001 63" + strings.Repeat("0020", 100) + "0009"),
 			"types nested deeper than 64"},
-		{"event-bad-inet", func(t *testing.T) error {
-			_, err := DecodeEvent(unhex(t, "000d 5354415455535f4348414e4745 0002 5550 05 0000000000 00000001"))
-			return err
-		}, "read [inet]: address size 5, want 4 or 16"},
-		{"event-unknown-target", func(t *testing.T) error {
-			_, err := DecodeEvent(unhex(t, "000d 534348454d415f4348414e4745 0001 78 0001 59 0001 6b"))
-			return err
-		}, `unknown schema change target "Y"`},
+		{"event-bad-inet", decodeHex(DecodeEvent, "000d 5354415455535f4348414e4745 0002 5550 05 0000000000 00000001"),
+			"read [inet]: address size 5, want 4 or 16"},
+		{"event-unknown-target", decodeHex(DecodeEvent, "000d 534348454d415f4348414e4745 0001 78 0001 59 0001 6b"),
+			`unknown schema change target "Y"`},
 		{"lz4-short", func(*testing.T) error { _, err := (LZ4{}).Decode(nil, []byte{0, 0}); return err },
 			"lz4: body of 2 bytes is shorter than its 4-byte length prefix"},
 		{"lz4-over-limit", func(*testing.T) error {
@@ -98,5 +88,14 @@ func TestDecodeErrors(t *testing.T) {
 				t.Fatalf("err = %q\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// decodeHex returns a case of TestDecodeErrors: decode applied to the body
+// written in hex.
+func decodeHex[M any](decode func([]byte) (M, error), hexBody string) func(*testing.T) error {
+	return func(t *testing.T) error {
+		_, err := decode(unhex(t, hexBody))
+		return err
 	}
 }

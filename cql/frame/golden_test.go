@@ -103,27 +103,42 @@ func TestGoldenRequests(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := unhex(t, tc.in)
-			f, err := ReadFrame(bytes.NewReader(in), DefaultMaxBodyBytes, nil)
-			if err != nil {
-				t.Fatalf("ReadFrame: %v", err)
-			}
-			got, err := DecodeRequest(f)
-			if err != nil {
-				t.Fatalf("DecodeRequest: %v", err)
-			}
+			f, got := readRequest(t, in)
 			if diff := cmp.Diff(tc.want, got, cmpOpts...); diff != "" {
 				t.Fatalf("(-want +got):\n%s", diff)
 			}
 			// The client encoder must produce the same bytes.
-			h := f.Header
-			h.Flags &^= FlagCustomPayload
-			re, err := AppendRequest(nil, h, nil, got)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(re, in) {
+			if re := reencodeRequest(t, f.Header, got); !bytes.Equal(re, in) {
 				t.Fatalf("re-encoded\n%x\nwant\n%x", re, in)
 			}
 		})
 	}
+}
+
+// readRequest reads the one request frame in b and decodes it, failing t on
+// either error.
+func readRequest(t *testing.T, b []byte) (Frame, Request) {
+	t.Helper()
+	f, err := ReadFrame(bytes.NewReader(b), DefaultMaxBodyBytes, nil)
+	if err != nil {
+		t.Fatalf("ReadFrame: %v", err)
+	}
+	req, err := DecodeRequest(f)
+	if err != nil {
+		t.Fatalf("DecodeRequest: %v", err)
+	}
+	return f, req
+}
+
+// reencodeRequest encodes req as a client does under the header h it was
+// read with. The custom payload flag is cleared: a decoded payload lives in
+// req and AppendRequest sets the flag again when there is one.
+func reencodeRequest(t *testing.T, h Header, req Request) []byte {
+	t.Helper()
+	h.Flags &^= FlagCustomPayload
+	out, err := AppendRequest(nil, h, nil, req)
+	if err != nil {
+		t.Fatalf("re-encode %T: %v", req, err)
+	}
+	return out
 }

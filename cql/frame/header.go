@@ -140,11 +140,21 @@ func readFrameInto(r io.Reader, maxBodyBytes int, buf []byte, want byte) (Frame,
 	if err != nil {
 		return Frame{Header: h}, err
 	}
-	buf, err = readBody(r, buf[:0], int(h.Length))
+	buf, err = readFrameBody(r, buf[:0], h)
 	if err != nil {
-		return Frame{Header: h}, fmt.Errorf("frame: read body of %s: %w", h, noEOF(err))
+		return Frame{Header: h}, err
 	}
 	return Frame{Header: h, Body: buf}, nil
+}
+
+// readFrameBody reads the body h announces, appending it to buf. Its error
+// names the frame; an EOF inside the body is io.ErrUnexpectedEOF.
+func readFrameBody(r io.Reader, buf []byte, h Header) ([]byte, error) {
+	buf, err := readBody(r, buf, int(h.Length))
+	if err != nil {
+		return buf, fmt.Errorf("frame: read body of %s: %w", h, noEOF(err))
+	}
+	return buf, nil
 }
 
 // eagerBodyBytes is how much of a body is allocated before its bytes arrive.
@@ -288,21 +298,21 @@ func (r *Reader) ReadFrame() (Frame, error) {
 		if h.Length <= eagerBodyBytes {
 			body = make([]byte, 0, h.Length)
 		}
-		body, err := readBody(r.r, body, int(h.Length))
+		body, err := readFrameBody(r.r, body, h)
 		if err != nil {
-			return Frame{Header: h}, fmt.Errorf("frame: read body of %s: %w", h, noEOF(err))
+			return Frame{Header: h}, err
 		}
 		return Frame{Header: h, Body: body}, nil
 	}
-	r.raw, err = readBody(r.r, r.raw[:0], int(h.Length))
+	r.raw, err = readFrameBody(r.r, r.raw[:0], h)
 	if err != nil {
-		return Frame{Header: h}, fmt.Errorf("frame: read body of %s: %w", h, noEOF(err))
+		return Frame{Header: h}, err
 	}
 	// Check the claimed size before decompressing, so that the limit bounds
 	// the allocation and not just the result.
 	if dl, ok := r.comp.(interface{ DecodedLen([]byte) (int, error) }); ok && len(r.raw) > 0 {
 		if n, err := dl.DecodedLen(r.raw); err == nil && n > r.max {
-			return Frame{Header: h}, fmt.Errorf("%w: %s: body decompresses to %d bytes, limit %d", ErrMalformed, h, n, r.max)
+			return Frame{Header: h}, r.tooLarge(h, n)
 		}
 	}
 	f, err := DecompressBody(Frame{Header: h, Body: r.raw}, r.comp, nil)
@@ -310,7 +320,13 @@ func (r *Reader) ReadFrame() (Frame, error) {
 		return Frame{Header: h}, err
 	}
 	if len(f.Body) > r.max {
-		return Frame{Header: h}, fmt.Errorf("%w: %s: body decompresses to %d bytes, limit %d", ErrMalformed, h, len(f.Body), r.max)
+		return Frame{Header: h}, r.tooLarge(h, len(f.Body))
 	}
 	return f, nil
+}
+
+// tooLarge is the error for the frame h whose body decompresses to n
+// bytes, more than the limit.
+func (r *Reader) tooLarge(h Header, n int) error {
+	return fmt.Errorf("%w: %s: body decompresses to %d bytes, limit %d", ErrMalformed, h, n, r.max)
 }

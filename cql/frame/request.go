@@ -214,14 +214,20 @@ func (r *reader) finish(msg string) error {
 	return nil
 }
 
+// decoded returns the message m that r decoded, or the zero M (nil) and
+// r's error wrapped with the message's name (see finish).
+func decoded[M any](r *reader, name string, m M) (M, error) {
+	if err := r.finish(name); err != nil {
+		var none M
+		return none, err
+	}
+	return m, nil
+}
+
 // DecodeStartup decodes a STARTUP body: a [string map].
 func DecodeStartup(body []byte) (*Startup, error) {
 	r := reader{b: body}
-	s := &Startup{Options: r.readStringMap()}
-	if err := r.finish("STARTUP"); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return decoded(&r, "STARTUP", &Startup{Options: r.readStringMap()})
 }
 
 // DecodeQuery decodes a QUERY body.
@@ -229,21 +235,14 @@ func DecodeQuery(body []byte) (*Query, error) {
 	r := reader{b: body}
 	q := &Query{Query: r.readLongString()}
 	r.readQueryParams(&q.Params)
-	if err := r.finish("QUERY"); err != nil {
-		return nil, err
-	}
-	return q, nil
+	return decoded(&r, "QUERY", q)
 }
 
 // DecodePrepare decodes a PREPARE body: the query as a [long string] (v4 has
 // no flags or keyspace here).
 func DecodePrepare(body []byte) (*Prepare, error) {
 	r := reader{b: body}
-	p := &Prepare{Query: r.readLongString()}
-	if err := r.finish("PREPARE"); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return decoded(&r, "PREPARE", &Prepare{Query: r.readLongString()})
 }
 
 // DecodeExecute decodes an EXECUTE body.
@@ -251,30 +250,19 @@ func DecodeExecute(body []byte) (*Execute, error) {
 	r := reader{b: body}
 	e := &Execute{ID: r.readShortBytes("prepared id")}
 	r.readQueryParams(&e.Params)
-	if err := r.finish("EXECUTE"); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return decoded(&r, "EXECUTE", e)
 }
 
 // DecodeRegister decodes a REGISTER body: a [string list] of event types.
 func DecodeRegister(body []byte) (*Register, error) {
 	r := reader{b: body}
-	reg := &Register{Events: r.readStringList()}
-	if err := r.finish("REGISTER"); err != nil {
-		return nil, err
-	}
-	return reg, nil
+	return decoded(&r, "REGISTER", &Register{Events: r.readStringList()})
 }
 
 // DecodeAuthResponse decodes an AUTH_RESPONSE body: a [bytes] token.
 func DecodeAuthResponse(body []byte) (*AuthResponse, error) {
 	r := reader{b: body}
-	a := &AuthResponse{Token: r.readBytes("token")}
-	if err := r.finish("AUTH_RESPONSE"); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return decoded(&r, "AUTH_RESPONSE", &AuthResponse{Token: r.readBytes("token")})
 }
 
 func (r *reader) readQueryParams(p *QueryParams) {
@@ -299,14 +287,20 @@ func (r *reader) readQueryParams(p *QueryParams) {
 	if flags&QueryFlagPagingState != 0 {
 		p.PagingState = r.readBytes("paging state")
 	}
+	p.SerialConsistency, p.HasSerialConsistency, p.Timestamp, p.HasTimestamp = r.readSerialAndTimestamp(flags)
+}
+
+// readSerialAndTimestamp reads the serial consistency and the default
+// timestamp that end the parameters of QUERY and EXECUTE and a BATCH, each
+// only when flags announce it; has* report which were there.
+func (r *reader) readSerialAndTimestamp(flags byte) (serial Consistency, hasSerial bool, ts int64, hasTs bool) {
 	if flags&QueryFlagSerialConsistency != 0 {
-		p.SerialConsistency = r.readConsistency("serial consistency")
-		p.HasSerialConsistency = true
+		serial, hasSerial = r.readConsistency("serial consistency"), true
 	}
 	if flags&QueryFlagDefaultTimestamp != 0 {
-		p.Timestamp = r.readLong("default timestamp")
-		p.HasTimestamp = true
+		ts, hasTs = r.readLong("default timestamp"), true
 	}
+	return serial, hasSerial, ts, hasTs
 }
 
 // readValues reads <n:[short]> then n [value]s, each preceded by a [string]
@@ -368,16 +362,6 @@ func DecodeBatch(body []byte) (*Batch, error) {
 			r.failf("batch flags 0x%02x: only 0x10 and 0x20 are allowed", b.Flags)
 		}
 	}
-	if b.Flags&QueryFlagSerialConsistency != 0 {
-		b.SerialConsistency = r.readConsistency("serial consistency")
-		b.HasSerialConsistency = true
-	}
-	if b.Flags&QueryFlagDefaultTimestamp != 0 {
-		b.Timestamp = r.readLong("default timestamp")
-		b.HasTimestamp = true
-	}
-	if err := r.finish("BATCH"); err != nil {
-		return nil, err
-	}
-	return b, nil
+	b.SerialConsistency, b.HasSerialConsistency, b.Timestamp, b.HasTimestamp = r.readSerialAndTimestamp(b.Flags)
+	return decoded(&r, "BATCH", b)
 }

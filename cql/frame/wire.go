@@ -191,31 +191,26 @@ func (r *reader) readStringList() []string {
 }
 
 func (r *reader) readStringMap() map[string]string {
-	n := int(r.readShort("[string map] length"))
-	m := make(map[string]string, r.capFor(n, 4))
-	for i := 0; i < n && r.err == nil; i++ {
-		k := r.readString()
-		m[k] = r.readString()
-	}
-	return m
+	return readMap(r, "[string map] length", 4, r.readString)
 }
 
 func (r *reader) readStringMultimap() map[string][]string {
-	n := int(r.readShort("[string multimap] length"))
-	m := make(map[string][]string, r.capFor(n, 4))
-	for i := 0; i < n && r.err == nil; i++ {
-		k := r.readString()
-		m[k] = r.readStringList()
-	}
-	return m
+	return readMap(r, "[string multimap] length", 4, r.readStringList)
 }
 
 func (r *reader) readBytesMap() map[string][]byte {
-	n := int(r.readShort("[bytes map] length"))
-	m := make(map[string][]byte, r.capFor(n, 6))
+	return readMap(r, "[bytes map] length", 6, func() []byte { return r.readBytes("[bytes map] value") })
+}
+
+// readMap reads the maps of the protocol: a [short] count, then that many
+// [string] keys each followed by a value that readValue reads. An entry
+// takes at least minEntryBytes on the wire.
+func readMap[V any](r *reader, what string, minEntryBytes int, readValue func() V) map[string]V {
+	n := int(r.readShort(what))
+	m := make(map[string]V, r.capFor(n, minEntryBytes))
 	for i := 0; i < n && r.err == nil; i++ {
 		k := r.readString()
-		m[k] = r.readBytes("[bytes map] value")
+		m[k] = readValue()
 	}
 	return m
 }
@@ -314,40 +309,30 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// Maps are written in key order so that encodings are deterministic.
-
 func appendStringMap(dst []byte, m map[string]string) []byte {
-	dst = appendShort(dst, uint16(min(len(m), math.MaxUint16)))
-	for i, k := range sortedKeys(m) {
-		if i == math.MaxUint16 {
-			break
-		}
-		dst = appendString(dst, k)
-		dst = appendString(dst, m[k])
-	}
-	return dst
+	return appendMap(dst, m, appendString)
 }
 
 func appendStringMultimap(dst []byte, m map[string][]string) []byte {
-	dst = appendShort(dst, uint16(min(len(m), math.MaxUint16)))
-	for i, k := range sortedKeys(m) {
-		if i == math.MaxUint16 {
-			break
-		}
-		dst = appendString(dst, k)
-		dst = appendStringList(dst, m[k])
-	}
-	return dst
+	return appendMap(dst, m, appendStringList)
 }
 
 func appendBytesMap(dst []byte, m map[string][]byte) []byte {
+	return appendMap(dst, m, appendBytes)
+}
+
+// appendMap appends the maps of the protocol: a [short] count, then each
+// [string] key followed by its value as appendValue writes it. Maps are
+// written in key order so that encodings are deterministic, and clamped
+// to the entries a [short] can count.
+func appendMap[V any](dst []byte, m map[string]V, appendValue func([]byte, V) []byte) []byte {
 	dst = appendShort(dst, uint16(min(len(m), math.MaxUint16)))
 	for i, k := range sortedKeys(m) {
 		if i == math.MaxUint16 {
 			break
 		}
 		dst = appendString(dst, k)
-		dst = appendBytes(dst, m[k])
+		dst = appendValue(dst, m[k])
 	}
 	return dst
 }

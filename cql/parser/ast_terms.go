@@ -42,11 +42,14 @@ const (
 
 var litKindNames = [...]string{"string", "integer", "float", "boolean", "uuid", "blob", "duration", "null"}
 
-func (k LitKind) String() string {
-	if int(k) < len(litKindNames) {
-		return litKindNames[k]
+func (k LitKind) String() string { return enumName(litKindNames[:], k, "unknown") }
+
+// enumName returns names[v], or unknown when v is past the end of names.
+func enumName[E ~uint8](names []string, v E, unknown string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return "unknown"
+	return unknown
 }
 
 // Literal is a constant. Text is the unescaped content of a string; for
@@ -204,12 +207,7 @@ const (
 var opNames = [...]string{"=", "!=", "<", "<=", ">", ">=", "IN", "CONTAINS", "CONTAINS KEY", "IS NOT"}
 
 // String returns the operator as written in CQL.
-func (o Operator) String() string {
-	if int(o) < len(opNames) {
-		return opNames[o]
-	}
-	return "?op"
-}
+func (o Operator) String() string { return enumName(opNames[:], o, "?op") }
 
 // Relation is one restriction of a WHERE clause.
 type Relation struct {

@@ -23,27 +23,21 @@ func (w *markerWalker) stmt(s Statement) {
 			w.selector(sel.Expr)
 		}
 		w.relations(s.Where)
-		w.term(s.PerPartitionLimit)
-		w.term(s.Limit)
+		w.terms(s.PerPartitionLimit, s.Limit)
 	case *InsertStmt:
-		w.terms(s.Values)
+		w.terms(s.Values...)
 		w.term(s.Json)
 		w.using(s.Using)
 	case *UpdateStmt:
-		w.using(s.Using)
 		for _, a := range s.Assignments {
-			w.term(a.Key)
-			w.term(a.Value)
+			w.terms(a.Key, a.Value)
 		}
-		w.relations(s.Where)
-		w.conditions(s.Conditions)
+		w.modification(s.Using, s.Where, s.Conditions)
 	case *DeleteStmt:
 		for _, d := range s.Columns {
 			w.term(d.Key)
 		}
-		w.using(s.Using)
-		w.relations(s.Where)
-		w.conditions(s.Conditions)
+		w.modification(s.Using, s.Where, s.Conditions)
 	case *BatchStmt:
 		w.using(s.Using)
 		for _, st := range s.Statements {
@@ -52,22 +46,21 @@ func (w *markerWalker) stmt(s Statement) {
 	}
 }
 
-func (w *markerWalker) using(u Using) {
-	w.term(u.TTL)
-	w.term(u.Timestamp)
+func (w *markerWalker) using(u Using) { w.terms(u.TTL, u.Timestamp) }
+
+// modification walks the clauses UPDATE and DELETE share. The order of the
+// walk does not matter: BindMarkers sorts by Index.
+func (w *markerWalker) modification(u Using, where []Relation, conds []Condition) {
+	w.using(u)
+	w.relations(where)
+	for _, c := range conds {
+		w.terms(c.Key, c.Value)
+	}
 }
 
 func (w *markerWalker) relations(rs []Relation) {
 	for _, r := range rs {
-		w.term(r.MapKey)
-		w.term(r.Value)
-	}
-}
-
-func (w *markerWalker) conditions(cs []Condition) {
-	for _, c := range cs {
-		w.term(c.Key)
-		w.term(c.Value)
+		w.terms(r.MapKey, r.Value)
 	}
 }
 
@@ -86,7 +79,7 @@ func (w *markerWalker) selector(e SelectorExpr) {
 	}
 }
 
-func (w *markerWalker) terms(ts []Term) {
+func (w *markerWalker) terms(ts ...Term) {
 	for _, t := range ts {
 		w.term(t)
 	}
@@ -97,21 +90,21 @@ func (w *markerWalker) term(t Term) {
 	case *BindMarker:
 		w.out = append(w.out, t)
 	case *ListLit:
-		w.terms(t.Elems)
+		w.terms(t.Elems...)
 	case *SetLit:
-		w.terms(t.Elems)
+		w.terms(t.Elems...)
 	case *MapLit:
-		w.terms(t.Keys)
-		w.terms(t.Values)
+		w.terms(t.Keys...)
+		w.terms(t.Values...)
 	case *TupleLit:
-		w.terms(t.Elems)
+		w.terms(t.Elems...)
 	case *UDTLit:
-		w.terms(t.Values)
+		w.terms(t.Values...)
 	case *FuncCall:
-		w.terms(t.Args)
+		w.terms(t.Args...)
 	case *Cast:
 		w.term(t.Term)
 	case *InList:
-		w.terms(t.Elems)
+		w.terms(t.Elems...)
 	}
 }

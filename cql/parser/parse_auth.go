@@ -55,37 +55,22 @@ func (p *parser) boolLiteral() (bool, error) {
 func (p *parser) roleOptions() (RoleOptions, error) {
 	var o RoleOptions
 	for {
-		t := p.peek()
-		dup := func(name string) error {
-			return p.errAt(t, "Multiple definition for property '%s'", name)
-		}
-		switch {
+		switch t := p.peek(); {
 		case isKwTok(t, "password"):
-			if o.Password != nil {
-				return o, dup("PASSWORD")
-			}
-			p.pos++
-			if err := p.expectPunct("="); err != nil {
+			if err := p.roleOptionStart(t, o.Password != nil); err != nil {
 				return o, err
 			}
-			v := p.peek()
-			if v.kind != tString {
-				return o, p.mismatch("STRING_LITERAL")
+			pw, err := p.stringLiteral()
+			if err != nil {
+				return o, err
 			}
-			p.pos++
-			pw := v.text
 			o.Password = &pw
 		case isKwTok(t, "login"), isKwTok(t, "superuser"):
-			name := strings.ToUpper(t.text)
 			dst := &o.Login
 			if t.text == "superuser" {
 				dst = &o.Superuser
 			}
-			if *dst != nil {
-				return o, dup(name)
-			}
-			p.pos++
-			if err := p.expectPunct("="); err != nil {
+			if err := p.roleOptionStart(t, *dst != nil); err != nil {
 				return o, err
 			}
 			b, err := p.boolLiteral()
@@ -94,11 +79,7 @@ func (p *parser) roleOptions() (RoleOptions, error) {
 			}
 			*dst = &b
 		case isKwTok(t, "options"):
-			if o.Options {
-				return o, dup("OPTIONS")
-			}
-			p.pos++
-			if err := p.expectPunct("="); err != nil {
+			if err := p.roleOptionStart(t, o.Options); err != nil {
 				return o, err
 			}
 			if !p.isPunct("{") {
@@ -117,6 +98,16 @@ func (p *parser) roleOptions() (RoleOptions, error) {
 	}
 }
 
+// roleOptionStart parses the "name =" of the role option named by t,
+// refusing it when it was given already (seen), as Cassandra does.
+func (p *parser) roleOptionStart(t token, seen bool) error {
+	if seen {
+		return p.errAt(t, "Multiple definition for property '%s'", strings.ToUpper(t.text))
+	}
+	p.pos++
+	return p.expectPunct("=")
+}
+
 // userOptions parses the legacy [WITH PASSWORD '...'] [SUPERUSER |
 // NOSUPERUSER] of CREATE and ALTER USER.
 func (p *parser) userOptions(o *RoleOptions) error {
@@ -124,12 +115,10 @@ func (p *parser) userOptions(o *RoleOptions) error {
 		if err := p.expectKw("password"); err != nil {
 			return err
 		}
-		v := p.peek()
-		if v.kind != tString {
-			return p.mismatch("STRING_LITERAL")
+		pw, err := p.stringLiteral()
+		if err != nil {
+			return err
 		}
-		p.pos++
-		pw := v.text
 		o.Password = &pw
 	}
 	switch {
@@ -145,17 +134,13 @@ func (p *parser) userOptions(o *RoleOptions) error {
 
 // createRole parses CREATE ROLE and CREATE USER.
 func (p *parser) createRole() (Statement, error) {
-	p.pos++ // CREATE
-	user := p.advance().text == "user"
+	user := p.roleOrUser()
 	s := &CreateRoleStmt{User: user}
 	var err error
-	if s.IfNotExists, err = p.ifNotExists(); err != nil {
+	if s.IfNotExists, s.Name, err = guardedName(p.ifNotExists, p.roleNameParser(user)); err != nil {
 		return nil, err
 	}
 	if user {
-		if s.Name, err = p.userName(); err != nil {
-			return nil, err
-		}
 		login, super := true, false
 		s.Options.Login = &login
 		if err := p.userOptions(&s.Options); err != nil {
@@ -166,51 +151,57 @@ func (p *parser) createRole() (Statement, error) {
 		}
 		return s, nil
 	}
-	if s.Name, err = p.roleName(); err != nil {
-		return nil, err
-	}
-	if p.acceptKw("with") {
-		s.Options, err = p.roleOptions()
-	}
+	s.Options, err = p.withRoleOptions()
 	return s, err
 }
 
 // alterRole parses ALTER ROLE and ALTER USER.
 func (p *parser) alterRole() (Statement, error) {
-	p.pos++ // ALTER
-	user := p.advance().text == "user"
+	user := p.roleOrUser()
 	s := &AlterRoleStmt{User: user}
 	var err error
-	if user {
-		if s.Name, err = p.userName(); err != nil {
-			return nil, err
-		}
-		return s, p.userOptions(&s.Options)
-	}
-	if s.Name, err = p.roleName(); err != nil {
+	if s.Name, err = p.roleNameParser(user)(); err != nil {
 		return nil, err
 	}
-	if p.acceptKw("with") {
-		s.Options, err = p.roleOptions()
+	if user {
+		return s, p.userOptions(&s.Options)
 	}
+	s.Options, err = p.withRoleOptions()
 	return s, err
 }
 
 // dropRole parses DROP ROLE and DROP USER.
 func (p *parser) dropRole() (Statement, error) {
-	p.pos++ // DROP
-	user := p.advance().text == "user"
+	user := p.roleOrUser()
 	s := &DropRoleStmt{User: user}
 	var err error
-	if s.IfExists, err = p.ifExists(); err != nil {
-		return nil, err
-	}
-	if user {
-		s.Name, err = p.userName()
-	} else {
-		s.Name, err = p.roleName()
-	}
+	s.IfExists, s.Name, err = guardedName(p.ifExists, p.roleNameParser(user))
 	return s, err
+}
+
+// roleOrUser consumes the CREATE, ALTER or DROP and the ROLE or USER that
+// the dispatcher saw, and reports whether it was USER (the legacy form).
+func (p *parser) roleOrUser() bool {
+	p.pos++
+	return p.advance().text == "user"
+}
+
+// roleNameParser returns the parser of the name in a ROLE statement
+// (roleName) or in its legacy USER form (userName).
+func (p *parser) roleNameParser(user bool) func() (string, error) {
+	if user {
+		return p.userName
+	}
+	return p.roleName
+}
+
+// withRoleOptions parses the optional WITH roleOptions of CREATE and ALTER
+// ROLE.
+func (p *parser) withRoleOptions() (RoleOptions, error) {
+	if !p.acceptKw("with") {
+		return RoleOptions{}, nil
+	}
+	return p.roleOptions()
 }
 
 // permissionKeywords are the permissions of Cassandra's grammar.
@@ -273,9 +264,7 @@ func (p *parser) resource() (ResourceName, error) {
 	case isKwTok(t, "function"), isKwTok(t, "mbean"):
 		return ResourceName{}, p.errAt(t, "%s resources are not supported by cosmosd", strings.ToUpper(t.text))
 	}
-	if !p.acceptKw("table") {
-		p.acceptKw("columnfamily")
-	}
+	p.skipTableKw()
 	tn, err := p.tableName()
 	return ResourceName{Kind: ResTable, Table: tn}, err
 }
@@ -362,7 +351,7 @@ func (p *parser) listStmt() (Statement, error) {
 // password (CREATE or ALTER ROLE or USER).
 func isRoleStatement(toks []token) bool {
 	return len(toks) >= 2 && (isKwTok(toks[0], "create") || isKwTok(toks[0], "alter")) &&
-		(isKwTok(toks[1], "role") || isKwTok(toks[1], "user"))
+		isRoleKw(toks[1])
 }
 
 // redactSecrets removes the string literals of a role statement from a

@@ -8,15 +8,15 @@ func (p *parser) createStmt() (Statement, error) {
 		return p.unsupported()
 	}
 	switch t := p.peekN(1); {
-	case isKwTok(t, "keyspace") || isKwTok(t, "schema"):
+	case isKeyspaceKw(t):
 		return p.createKeyspace()
-	case isKwTok(t, "table") || isKwTok(t, "columnfamily"):
+	case isTableKw(t):
 		return p.createTable()
 	case isKwTok(t, "index") || isKwTok(t, "custom"):
 		return p.createIndex()
 	case isKwTok(t, "type"):
 		return p.createType()
-	case isKwTok(t, "role") || isKwTok(t, "user"):
+	case isRoleKw(t):
 		return p.createRole()
 	}
 	p.pos++
@@ -29,11 +29,11 @@ func (p *parser) alterStmt() (Statement, error) {
 		return p.unsupported()
 	}
 	switch t := p.peekN(1); {
-	case isKwTok(t, "keyspace") || isKwTok(t, "schema"):
+	case isKeyspaceKw(t):
 		return p.alterKeyspace()
-	case isKwTok(t, "table") || isKwTok(t, "columnfamily"):
+	case isTableKw(t):
 		return p.alterTable()
-	case isKwTok(t, "role") || isKwTok(t, "user"):
+	case isRoleKw(t):
 		return p.alterRole()
 	}
 	p.pos++
@@ -45,16 +45,16 @@ func (p *parser) dropStmt() (Statement, error) {
 	if p.isUnsupported() {
 		return p.unsupported()
 	}
-	if t := p.peekN(1); isKwTok(t, "role") || isKwTok(t, "user") {
+	if t := p.peekN(1); isRoleKw(t) {
 		return p.dropRole()
 	}
 	p.pos++ // DROP
 	kind := p.peek()
 	var what string
 	switch {
-	case isKwTok(kind, "keyspace") || isKwTok(kind, "schema"):
+	case isKeyspaceKw(kind):
 		what = "keyspace"
-	case isKwTok(kind, "table") || isKwTok(kind, "columnfamily"):
+	case isTableKw(kind):
 		what = "table"
 	case isKwTok(kind, "index"):
 		what = "index"
@@ -87,37 +87,29 @@ func (p *parser) dropStmt() (Statement, error) {
 // createKeyspace parses CREATE KEYSPACE [IF NOT EXISTS] ks WITH options.
 func (p *parser) createKeyspace() (Statement, error) {
 	p.pos += 2 // CREATE KEYSPACE
-	s := &CreateKeyspaceStmt{}
-	var err error
-	if s.IfNotExists, err = p.ifNotExists(); err != nil {
-		return nil, err
-	}
-	if s.Name, err = p.keyspaceName(); err != nil {
-		return nil, err
-	}
-	if err := p.expectKw("with"); err != nil {
-		return nil, err
-	}
-	s.Options, err = p.properties(nil)
-	return s, err
+	ifNotExists, name, opts, err := p.keyspaceDef(p.ifNotExists)
+	return &CreateKeyspaceStmt{Name: name, IfNotExists: ifNotExists, Options: opts}, err
 }
 
 // alterKeyspace parses ALTER KEYSPACE [IF EXISTS] ks WITH options.
 func (p *parser) alterKeyspace() (Statement, error) {
 	p.pos += 2 // ALTER KEYSPACE
-	s := &AlterKeyspaceStmt{}
-	var err error
-	if s.IfExists, err = p.ifExists(); err != nil {
-		return nil, err
-	}
-	if s.Name, err = p.keyspaceName(); err != nil {
-		return nil, err
+	ifExists, name, opts, err := p.keyspaceDef(p.ifExists)
+	return &AlterKeyspaceStmt{Name: name, IfExists: ifExists, Options: opts}, err
+}
+
+// keyspaceDef parses the part CREATE and ALTER KEYSPACE share: the guard
+// (IF NOT EXISTS or IF EXISTS), the name and WITH options.
+func (p *parser) keyspaceDef(guard func() (bool, error)) (bool, string, Options, error) {
+	cond, name, err := guardedName(guard, p.keyspaceName)
+	if err != nil {
+		return false, "", nil, err
 	}
 	if err := p.expectKw("with"); err != nil {
-		return nil, err
+		return false, "", nil, err
 	}
-	s.Options, err = p.properties(nil)
-	return s, err
+	opts, err := p.properties(nil)
+	return cond, name, opts, err
 }
 
 // createTable parses CREATE TABLE [IF NOT EXISTS] t (defs) [WITH ...].
@@ -125,10 +117,7 @@ func (p *parser) createTable() (Statement, error) {
 	p.pos += 2 // CREATE TABLE
 	s := &CreateTableStmt{}
 	var err error
-	if s.IfNotExists, err = p.ifNotExists(); err != nil {
-		return nil, err
-	}
-	if s.Table, err = p.tableName(); err != nil {
+	if s.IfNotExists, s.Table, err = guardedName(p.ifNotExists, p.tableName); err != nil {
 		return nil, err
 	}
 	if err := p.expectPunct("("); err != nil {
@@ -147,10 +136,7 @@ func (p *parser) createTable() (Statement, error) {
 			}
 			pkSeen = true
 		}
-		if !p.acceptPunct(",") {
-			break
-		}
-		if p.isPunct(")") { // Cassandra tolerates a trailing comma
+		if !p.commaNotClosing() {
 			break
 		}
 	}
@@ -218,12 +204,10 @@ func (p *parser) tableElement(s *CreateTableStmt) (bool, error) {
 			s.PartitionKey = []string{id}
 		}
 		s.Clustering = nil
-		for p.acceptPunct(",") {
-			id, err := p.ident("")
-			if err != nil {
+		if p.acceptPunct(",") {
+			if s.Clustering, err = p.identList(); err != nil {
 				return false, err
 			}
-			s.Clustering = append(s.Clustering, id)
 		}
 		return true, p.expectPunct(")")
 	}
@@ -244,16 +228,30 @@ func (p *parser) tableElement(s *CreateTableStmt) (bool, error) {
 
 // columnDef parses "name type [STATIC]".
 func (p *parser) columnDef() (ColumnDef, error) {
-	name, err := p.ident("")
+	f, err := p.fieldDef()
 	if err != nil {
 		return ColumnDef{}, err
+	}
+	return ColumnDef{Name: f.Name, Type: f.Type, Static: p.acceptKw("static")}, nil
+}
+
+// fieldDef parses "name type", a field of CREATE TYPE and the start of a
+// column definition.
+func (p *parser) fieldDef() (cqltype.Field, error) {
+	name, err := p.ident("")
+	if err != nil {
+		return cqltype.Field{}, err
 	}
 	typ, err := p.cqlType()
 	if err != nil {
-		return ColumnDef{}, err
+		return cqltype.Field{}, err
 	}
-	return ColumnDef{Name: name, Type: typ, Static: p.acceptKw("static")}, nil
+	return cqltype.Field{Name: name, Type: typ}, nil
 }
+
+// commaNotClosing accepts a comma that no ")" follows: Cassandra tolerates
+// a trailing comma in CREATE TABLE and CREATE TYPE, and it ends the list.
+func (p *parser) commaNotClosing() bool { return p.acceptPunct(",") && !p.isPunct(")") }
 
 // alterTable parses ALTER TABLE [IF EXISTS] t followed by ALTER c TYPE t,
 // ADD, DROP, RENAME, DROP COMPACT STORAGE or WITH.
@@ -261,10 +259,7 @@ func (p *parser) alterTable() (Statement, error) {
 	p.pos += 2 // ALTER TABLE
 	s := &AlterTableStmt{}
 	var err error
-	if s.IfExists, err = p.ifExists(); err != nil {
-		return nil, err
-	}
-	if s.Table, err = p.tableName(); err != nil {
+	if s.IfExists, s.Table, err = guardedName(p.ifExists, p.tableName); err != nil {
 		return nil, err
 	}
 	switch {
@@ -283,16 +278,10 @@ func (p *parser) alterTable() (Statement, error) {
 		if s.AddIfNotExists, err = p.ifNotExists(); err != nil {
 			return nil, err
 		}
+		// Only a parenthesised ADD takes several columns.
 		paren := p.acceptPunct("(")
-		for {
-			def, err := p.columnDef()
-			if err != nil {
-				return nil, err
-			}
-			s.Add = append(s.Add, def)
-			if !paren || !p.acceptPunct(",") {
-				break
-			}
+		if s.Add, err = sepList(p.columnDef, func() bool { return paren && p.comma() }); err != nil {
+			return nil, err
 		}
 		if paren {
 			return s, p.expectPunct(")")
@@ -319,29 +308,27 @@ func (p *parser) alterTable() (Statement, error) {
 		if s.RenameIfExists, err = p.ifExists(); err != nil {
 			return nil, err
 		}
-		for {
-			from, err := p.ident("")
-			if err != nil {
-				return nil, err
-			}
-			if err := p.expectKw("to"); err != nil {
-				return nil, err
-			}
-			to, err := p.ident("")
-			if err != nil {
-				return nil, err
-			}
-			s.Renames = append(s.Renames, [2]string{from, to})
-			if !p.acceptKw("and") {
-				return s, nil
-			}
-		}
+		s.Renames, err = sepList(p.rename, p.and)
+		return s, err
 	case p.acceptKw("with"):
 		s.Kind = AlterWith
 		s.Options, err = p.properties(nil)
 		return s, err
 	}
 	return nil, p.noViable()
+}
+
+// rename parses "from TO to" of ALTER TABLE RENAME.
+func (p *parser) rename() ([2]string, error) {
+	from, err := p.ident("")
+	if err != nil {
+		return [2]string{}, err
+	}
+	if err := p.expectKw("to"); err != nil {
+		return [2]string{}, err
+	}
+	to, err := p.ident("")
+	return [2]string{from, to}, err
 }
 
 // createIndex parses CREATE [CUSTOM] INDEX [IF NOT EXISTS] [name] ON
@@ -375,27 +362,17 @@ func (p *parser) createIndex() (Statement, error) {
 		return nil, err
 	}
 	if !p.isPunct(")") {
-		for {
-			target, err := p.indexTarget()
-			if err != nil {
-				return nil, err
-			}
-			s.Targets = append(s.Targets, target)
-			if !p.acceptPunct(",") {
-				break
-			}
+		if s.Targets, err = sepList(p.indexTarget, p.comma); err != nil {
+			return nil, err
 		}
 	}
 	if err := p.expectPunct(")"); err != nil {
 		return nil, err
 	}
 	if p.acceptKw("using") {
-		t := p.peek()
-		if t.kind != tString {
-			return nil, p.mismatch("STRING_LITERAL")
+		if s.Using, err = p.stringLiteral(); err != nil {
+			return nil, err
 		}
-		p.pos++
-		s.Using = t.text
 	}
 	if p.acceptKw("with") {
 		s.Options, err = p.properties(nil)
@@ -431,28 +408,14 @@ func (p *parser) createType() (Statement, error) {
 	p.pos += 2 // CREATE TYPE
 	s := &CreateTypeStmt{}
 	var err error
-	if s.IfNotExists, err = p.ifNotExists(); err != nil {
-		return nil, err
-	}
-	if s.Name, err = p.userTypeName(); err != nil {
+	if s.IfNotExists, s.Name, err = guardedName(p.ifNotExists, p.userTypeName); err != nil {
 		return nil, err
 	}
 	if err := p.expectPunct("("); err != nil {
 		return nil, err
 	}
-	for {
-		name, err := p.ident("")
-		if err != nil {
-			return nil, err
-		}
-		typ, err := p.cqlType()
-		if err != nil {
-			return nil, err
-		}
-		s.Fields = append(s.Fields, cqltype.Field{Name: name, Type: typ})
-		if !p.acceptPunct(",") || p.isPunct(")") {
-			break
-		}
+	if s.Fields, err = sepList(p.fieldDef, p.commaNotClosing); err != nil {
+		return nil, err
 	}
 	return s, p.expectPunct(")")
 }

@@ -18,11 +18,12 @@ func (p *parser) insertStmt() (Statement, error) {
 				return nil, err
 			}
 			s.Json = m
-		} else if t := p.peek(); t.kind == tString {
-			p.pos++
-			s.Json = &Literal{Kind: LitString, Text: t.text}
 		} else {
-			return nil, p.mismatch("STRING_LITERAL")
+			doc, err := p.stringLiteral()
+			if err != nil {
+				return nil, err
+			}
+			s.Json = &Literal{Kind: LitString, Text: doc}
 		}
 		if p.acceptKw("default") {
 			switch {
@@ -93,24 +94,40 @@ func (p *parser) updateStmt() (Statement, error) {
 	if err := p.expectKw("set"); err != nil {
 		return nil, err
 	}
-	for {
-		a, err := p.assignment()
-		if err != nil {
-			return nil, err
-		}
-		s.Assignments = append(s.Assignments, a)
-		if !p.acceptPunct(",") {
-			break
-		}
-	}
-	if err := p.expectKw("where"); err != nil {
+	if s.Assignments, err = sepList(p.assignment, p.comma); err != nil {
 		return nil, err
 	}
-	if s.Where, err = p.whereClause(); err != nil {
-		return nil, err
-	}
-	s.IfExists, s.Conditions, err = p.ifClause()
+	s.Where, s.IfExists, s.Conditions, err = p.whereAndIf()
 	return s, err
+}
+
+// whereAndIf parses the end UPDATE and DELETE share: WHERE relations
+// [IF EXISTS | IF conditions].
+func (p *parser) whereAndIf() (where []Relation, ifExists bool, conds []Condition, err error) {
+	if err := p.expectKw("where"); err != nil {
+		return nil, false, nil, err
+	}
+	if where, err = p.whereClause(); err != nil {
+		return nil, false, nil, err
+	}
+	ifExists, conds, err = p.ifClause()
+	return where, ifExists, conds, err
+}
+
+// subSelection parses the optional [key] or .field that may follow the
+// column of an assignment, a condition or a DELETE target.
+func (p *parser) subSelection() (key Term, field string, err error) {
+	switch {
+	case p.acceptPunct("["):
+		if key, err = p.term(); err != nil {
+			return nil, "", err
+		}
+		return key, "", p.expectPunct("]")
+	case p.acceptPunct("."):
+		field, err = p.ident("")
+		return nil, field, err
+	}
+	return nil, "", nil
 }
 
 // assignment parses one SET item: c = v, c = c + v, c = c - v, c = v + c,
@@ -122,17 +139,6 @@ func (p *parser) assignment() (Assignment, error) {
 	}
 	a := Assignment{Column: col}
 	switch {
-	case p.acceptPunct("["):
-		if a.Key, err = p.term(); err != nil {
-			return a, err
-		}
-		if err := p.expectPunct("]"); err != nil {
-			return a, err
-		}
-	case p.acceptPunct("."):
-		if a.Field, err = p.ident(""); err != nil {
-			return a, err
-		}
 	case p.acceptPunct("+="):
 		a.Op = AssignAdd
 		a.Value, err = p.term()
@@ -140,6 +146,11 @@ func (p *parser) assignment() (Assignment, error) {
 	case p.acceptPunct("-="):
 		a.Op = AssignSub
 		a.Value, err = p.term()
+		return a, err
+	}
+	// Neither "+=" nor "-=" starts a sub-selection, so parsing it after
+	// them keeps "c[k] += v" the error it is in Cassandra.
+	if a.Key, a.Field, err = p.subSelection(); err != nil {
 		return a, err
 	}
 	if err := p.expectPunct("="); err != nil {
@@ -195,17 +206,8 @@ func (p *parser) ifClause() (bool, []Condition, error) {
 		p.pos++
 		return true, nil, nil
 	}
-	var conds []Condition
-	for {
-		c, err := p.condition()
-		if err != nil {
-			return false, nil, err
-		}
-		conds = append(conds, c)
-		if !p.acceptKw("and") {
-			return false, conds, nil
-		}
-	}
+	conds, err := sepList(p.condition, p.and)
+	return false, conds, err
 }
 
 // startsConditionOp reports whether the token n ahead can follow the column
@@ -227,36 +229,12 @@ func (p *parser) condition() (Condition, error) {
 		return Condition{}, err
 	}
 	c := Condition{Column: col}
-	switch {
-	case p.acceptPunct("["):
-		if c.Key, err = p.term(); err != nil {
-			return c, err
-		}
-		if err := p.expectPunct("]"); err != nil {
-			return c, err
-		}
-	case p.acceptPunct("."):
-		if c.Field, err = p.ident(""); err != nil {
-			return c, err
-		}
-	}
-	if op, ok := p.relOp(); ok {
-		c.Op = op
-		c.Value, err = p.term()
+	if c.Key, c.Field, err = p.subSelection(); err != nil {
 		return c, err
 	}
-	switch {
-	case p.acceptKw("in"):
-		c.Op = OpIn
-		c.Value, err = p.inValues()
-	case c.Key == nil && c.Field == "" && p.acceptKw("contains"):
-		c.Op = OpContains
-		if p.isKw("key") && !isPunctTok(p.peekN(1), "(") {
-			p.pos++
-			c.Op = OpContainsKey
-		}
-		c.Value, err = p.term()
-	default:
+	var ok bool
+	c.Op, c.Value, ok, err = p.opAndValue(c.Key == nil && c.Field == "")
+	if !ok && err == nil {
 		err = p.noViable()
 	}
 	return c, err
@@ -267,49 +245,34 @@ func (p *parser) condition() (Condition, error) {
 func (p *parser) deleteStmt() (Statement, error) {
 	p.pos++ // DELETE
 	s := &DeleteStmt{}
+	var err error
 	if !p.isKw("from") {
-		for {
-			col, err := p.ident("")
-			if err != nil {
-				return nil, err
-			}
-			d := DeleteTarget{Column: col}
-			if p.acceptPunct("[") {
-				if d.Key, err = p.term(); err != nil {
-					return nil, err
-				}
-				if err := p.expectPunct("]"); err != nil {
-					return nil, err
-				}
-			} else if p.acceptPunct(".") {
-				if d.Field, err = p.ident(""); err != nil {
-					return nil, err
-				}
-			}
-			s.Columns = append(s.Columns, d)
-			if !p.acceptPunct(",") {
-				break
-			}
+		if s.Columns, err = sepList(p.deleteTarget, p.comma); err != nil {
+			return nil, err
 		}
 	}
 	if err := p.expectKw("from"); err != nil {
 		return nil, err
 	}
-	var err error
 	if s.Table, err = p.tableName(); err != nil {
 		return nil, err
 	}
 	if err := p.usingClause(&s.Using, true); err != nil {
 		return nil, err
 	}
-	if err := p.expectKw("where"); err != nil {
-		return nil, err
-	}
-	if s.Where, err = p.whereClause(); err != nil {
-		return nil, err
-	}
-	s.IfExists, s.Conditions, err = p.ifClause()
+	s.Where, s.IfExists, s.Conditions, err = p.whereAndIf()
 	return s, err
+}
+
+// deleteTarget parses one column, element or field that DELETE removes.
+func (p *parser) deleteTarget() (DeleteTarget, error) {
+	col, err := p.ident("")
+	if err != nil {
+		return DeleteTarget{}, err
+	}
+	d := DeleteTarget{Column: col}
+	d.Key, d.Field, err = p.subSelection()
+	return d, err
 }
 
 // batchStmt parses BEGIN [UNLOGGED|COUNTER] BATCH [USING ...] (insert |

@@ -39,8 +39,7 @@ func (p *parser) selectStmt() (Statement, error) {
 			return nil, err
 		}
 	}
-	if p.isKw("group") {
-		p.pos++
+	if p.acceptKw("group") {
 		if err := p.expectKw("by"); err != nil {
 			return nil, err
 		}
@@ -56,8 +55,7 @@ func (p *parser) selectStmt() (Statement, error) {
 			return nil, err
 		}
 	}
-	if p.isKw("per") {
-		p.pos++
+	if p.acceptKw("per") {
 		if err := p.expectKws("partition", "limit"); err != nil {
 			return nil, err
 		}
@@ -98,23 +96,21 @@ func (p *parser) selectors() (bool, []Selector, error) {
 	if p.acceptPunct("*") {
 		return true, nil, nil
 	}
-	var out []Selector
-	for {
-		e, err := p.selectorExpr()
-		if err != nil {
-			return false, nil, err
-		}
-		sel := Selector{Expr: e}
-		if p.acceptKw("as") {
-			if sel.Alias, err = p.ident(""); err != nil {
-				return false, nil, err
-			}
-		}
-		out = append(out, sel)
-		if !p.acceptPunct(",") {
-			return false, out, nil
-		}
+	sels, err := sepList(p.selector, p.comma)
+	return false, sels, err
+}
+
+// selector parses one selector with its optional alias.
+func (p *parser) selector() (Selector, error) {
+	e, err := p.selectorExpr()
+	if err != nil {
+		return Selector{}, err
 	}
+	sel := Selector{Expr: e}
+	if p.acceptKw("as") {
+		sel.Alias, err = p.ident("")
+	}
+	return sel, err
 }
 
 // selectorExpr parses one unaliased selector, with any ".field" suffixes.
@@ -171,15 +167,9 @@ func (p *parser) selectorBase() (SelectorExpr, error) {
 		p.pos++ // (
 		f := &FuncSel{Name: name}
 		if !p.acceptPunct(")") {
-			for {
-				arg, err := p.selectorExpr()
-				if err != nil {
-					return nil, err
-				}
-				f.Args = append(f.Args, arg)
-				if !p.acceptPunct(",") {
-					break
-				}
+			var err error
+			if f.Args, err = sepList(p.selectorExpr, p.comma); err != nil {
+				return nil, err
 			}
 			if err := p.expectPunct(")"); err != nil {
 				return nil, err
@@ -211,11 +201,10 @@ func (p *parser) selectorBase() (SelectorExpr, error) {
 // orderings parses "col [ASC|DESC] (, col [ASC|DESC])*". With
 // needDirection (CLUSTERING ORDER BY) the direction is mandatory.
 func (p *parser) orderings(needDirection bool) ([]Ordering, error) {
-	var out []Ordering
-	for {
+	return sepList(func() (Ordering, error) {
 		col, err := p.ident("")
 		if err != nil {
-			return nil, err
+			return Ordering{}, err
 		}
 		o := Ordering{Column: col}
 		switch {
@@ -223,29 +212,14 @@ func (p *parser) orderings(needDirection bool) ([]Ordering, error) {
 			o.Desc = true
 		case p.acceptKw("asc"):
 		case needDirection:
-			return nil, p.noViable()
+			return Ordering{}, p.noViable()
 		}
-		out = append(out, o)
-		if !p.acceptPunct(",") {
-			return out, nil
-		}
-	}
+		return o, nil
+	}, p.comma)
 }
 
 // whereClause parses relation (AND relation)*.
-func (p *parser) whereClause() ([]Relation, error) {
-	var out []Relation
-	for {
-		r, err := p.relation()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-		if !p.acceptKw("and") {
-			return out, nil
-		}
-	}
-}
+func (p *parser) whereClause() ([]Relation, error) { return sepList(p.relation, p.and) }
 
 var relOps = map[string]Operator{"=": OpEq, "!=": OpNeq, "<": OpLt, "<=": OpLte, ">": OpGt, ">=": OpGte}
 
@@ -312,29 +286,40 @@ func (p *parser) relation() (Relation, error) {
 		r.Value, err = p.term()
 		return r, err
 	}
-	if op, ok := p.relOp(); ok {
-		r.Op = op
-		r.Value, err = p.term()
+	var ok bool
+	if r.Op, r.Value, ok, err = p.opAndValue(true); ok || err != nil {
 		return r, err
+	}
+	if p.acceptKw("is") {
+		r.Op = OpIsNotNull
+		return r, p.expectKws("not", "null")
+	}
+	return r, p.noViable()
+}
+
+// opAndValue parses the operator and right-hand side that a relation and
+// an IF condition share: a comparison and a term, IN and its values, or,
+// with contains, CONTAINS [KEY] and a term. ok is false, and nothing is
+// consumed, when none of them follows.
+func (p *parser) opAndValue(contains bool) (op Operator, v Term, ok bool, err error) {
+	if op, ok := p.relOp(); ok {
+		v, err := p.term()
+		return op, v, true, err
 	}
 	switch {
 	case p.acceptKw("in"):
-		r.Op = OpIn
-		r.Value, err = p.inValues()
-	case p.acceptKw("contains"):
-		r.Op = OpContains
+		v, err := p.inValues()
+		return OpIn, v, true, err
+	case contains && p.acceptKw("contains"):
+		op := OpContains
 		if p.isKw("key") && !isPunctTok(p.peekN(1), "(") {
 			p.pos++
-			r.Op = OpContainsKey
+			op = OpContainsKey
 		}
-		r.Value, err = p.term()
-	case p.acceptKw("is"):
-		r.Op = OpIsNotNull
-		err = p.expectKws("not", "null")
-	default:
-		err = p.noViable()
+		v, err := p.term()
+		return op, v, true, err
 	}
-	return r, err
+	return 0, nil, false, nil
 }
 
 // tupleRelation parses (c1, c2, ...) followed by IN values or a comparison

@@ -216,16 +216,9 @@ func (p *parser) termList(open, close string, allowEmpty bool) ([]Term, error) {
 	if allowEmpty && p.acceptPunct(close) {
 		return nil, nil
 	}
-	var out []Term
-	for {
-		t, err := p.term()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-		if !p.acceptPunct(",") {
-			break
-		}
+	out, err := sepList(p.term, p.comma)
+	if err != nil {
+		return nil, err
 	}
 	return out, p.expectPunct(close)
 }
@@ -238,30 +231,17 @@ func (p *parser) braceLiteral() (Term, error) {
 	}
 	if p.isIdent() && isPunctTok(p.peekN(1), ":") {
 		u := &UDTLit{}
-		for {
-			f, err := p.ident("")
-			if err != nil {
-				return nil, err
-			}
-			if err := p.expectPunct(":"); err != nil {
-				return nil, err
-			}
-			v, err := p.term()
-			if err != nil {
-				return nil, err
-			}
-			u.Fields = append(u.Fields, f)
-			u.Values = append(u.Values, v)
-			if !p.acceptPunct(",") {
-				return u, p.expectPunct("}")
-			}
+		var err error
+		if u.Fields, u.Values, err = braceEntries(p, p.plainIdent); err != nil {
+			return nil, err
 		}
+		return u, nil
 	}
 	first, err := p.term()
 	if err != nil {
 		return nil, err
 	}
-	if !p.acceptPunct(":") {
+	if !p.isPunct(":") {
 		s := &SetLit{Elems: []Term{first}}
 		for p.acceptPunct(",") {
 			e, err := p.term()
@@ -272,23 +252,41 @@ func (p *parser) braceLiteral() (Term, error) {
 		}
 		return s, p.expectPunct("}")
 	}
+	// A map: its first key is parsed already, to tell it from a set.
 	m := &MapLit{}
-	key := first
+	parsedFirst := false
+	if m.Keys, m.Values, err = braceEntries(p, func() (Term, error) {
+		if !parsedFirst {
+			parsedFirst = true
+			return first, nil
+		}
+		return p.term()
+	}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// braceEntries parses "key: term (, key: term)* }", the rest of a map or
+// UDT literal after its "{".
+func braceEntries[K any](p *parser, key func() (K, error)) ([]K, []Term, error) {
+	var keys []K
+	var values []Term
 	for {
-		v, err := p.term()
+		k, err := key()
 		if err != nil {
-			return nil, err
-		}
-		m.Keys = append(m.Keys, key)
-		m.Values = append(m.Values, v)
-		if !p.acceptPunct(",") {
-			return m, p.expectPunct("}")
-		}
-		if key, err = p.term(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := p.expectPunct(":"); err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		v, err := p.term()
+		if err != nil {
+			return nil, nil, err
+		}
+		keys, values = append(keys, k), append(values, v)
+		if !p.acceptPunct(",") {
+			return keys, values, p.expectPunct("}")
 		}
 	}
 }

@@ -121,12 +121,14 @@ func isKwTok(t token, kw string) bool { return t.kind == tIdent && t.text == kw 
 func (p *parser) isKw(kw string) bool          { return isKwTok(p.peek(), kw) }
 func (p *parser) isKwAt(n int, kw string) bool { return isKwTok(p.peekN(n), kw) }
 
-func (p *parser) acceptKw(kw string) bool {
-	if p.isKw(kw) {
+func (p *parser) acceptKw(kw string) bool { return p.acceptIf(p.isKw(kw)) }
+
+// acceptIf consumes the current token if it matched (ok) and returns ok.
+func (p *parser) acceptIf(ok bool) bool {
+	if ok {
 		p.pos++
-		return true
 	}
-	return false
+	return ok
 }
 
 func (p *parser) expectKw(kw string) error {
@@ -146,19 +148,23 @@ func (p *parser) expectKws(kws ...string) error {
 	return nil
 }
 
+// isKeyspaceKw, isTableKw and isRoleKw report whether t names an object
+// kind, under any of its synonyms.
+func isKeyspaceKw(t token) bool { return isKwTok(t, "keyspace") || isKwTok(t, "schema") }
+func isTableKw(t token) bool    { return isKwTok(t, "table") || isKwTok(t, "columnfamily") }
+func isRoleKw(t token) bool     { return isKwTok(t, "role") || isKwTok(t, "user") }
+
+// skipTableKw consumes the optional TABLE (or COLUMNFAMILY) before a table
+// name, as in TRUNCATE [TABLE] t.
+func (p *parser) skipTableKw() { p.acceptIf(isTableKw(p.peek())) }
+
 func kwName(kw string) string { return "K_" + strings.ToUpper(kw) }
 
 func isPunctTok(t token, s string) bool { return t.kind == tPunct && t.text == s }
 
 func (p *parser) isPunct(s string) bool { return isPunctTok(p.peek(), s) }
 
-func (p *parser) acceptPunct(s string) bool {
-	if p.isPunct(s) {
-		p.pos++
-		return true
-	}
-	return false
-}
+func (p *parser) acceptPunct(s string) bool { return p.acceptIf(p.isPunct(s)) }
 
 func (p *parser) expectPunct(s string) error {
 	if p.acceptPunct(s) {
@@ -221,20 +227,44 @@ func (p *parser) ident(what string) (string, error) {
 	return "", p.mismatch("IDENT")
 }
 
-// identList parses "ident (, ident)*".
-func (p *parser) identList() ([]string, error) {
-	var out []string
+// sepList parses "item (separator item)*", the shape of every list in the
+// grammar: it parses items for as long as more accepts a separator after
+// one. On an error it returns nil and the error.
+func sepList[T any](item func() (T, error), more func() bool) ([]T, error) {
+	var out []T
 	for {
-		id, err := p.ident("")
+		x, err := item()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, id)
-		if !p.acceptPunct(",") {
+		out = append(out, x)
+		if !more() {
 			return out, nil
 		}
 	}
 }
+
+// comma and and accept the separator of a comma- or AND-separated list.
+func (p *parser) comma() bool { return p.acceptPunct(",") }
+func (p *parser) and() bool   { return p.acceptKw("and") }
+
+// plainIdent parses a column, field or alias name: an identifier for which
+// a bind marker gets the generic mismatch error (ident with what "").
+func (p *parser) plainIdent() (string, error) { return p.ident("") }
+
+// stringLiteral parses a string literal, the only form the grammar allows
+// in some places (USING 'class', PASSWORD 'pw', INSERT JSON 'doc').
+func (p *parser) stringLiteral() (string, error) {
+	t := p.peek()
+	if t.kind != tString {
+		return "", p.mismatch("STRING_LITERAL")
+	}
+	p.pos++
+	return t.text, nil
+}
+
+// identList parses "ident (, ident)*".
+func (p *parser) identList() ([]string, error) { return sepList(p.plainIdent, p.comma) }
 
 // parenIdentList parses "( ident (, ident)* )".
 func (p *parser) parenIdentList() ([]string, error) {
@@ -287,6 +317,19 @@ func (p *parser) ifExists() (bool, error) {
 	return true, p.expectKw("exists")
 }
 
+// guardedName parses what follows the object keyword of most DDL
+// statements: an optional IF [NOT] EXISTS (guard, p.ifExists or
+// p.ifNotExists) and the object's name.
+func guardedName[N any](guard func() (bool, error), name func() (N, error)) (bool, N, error) {
+	cond, err := guard()
+	if err != nil {
+		var zero N
+		return false, zero, err
+	}
+	n, err := name()
+	return cond, n, err
+}
+
 // --- statements ---
 
 func (p *parser) statement() (Statement, error) {
@@ -308,20 +351,12 @@ func (p *parser) statement() (Statement, error) {
 	case "use":
 		p.pos++
 		ks, err := p.keyspaceName()
-		if err != nil {
-			return nil, err
-		}
-		return &UseStmt{Keyspace: ks}, nil
+		return &UseStmt{Keyspace: ks}, err
 	case "truncate":
 		p.pos++
-		if !p.acceptKw("table") {
-			p.acceptKw("columnfamily")
-		}
+		p.skipTableKw()
 		tn, err := p.tableName()
-		if err != nil {
-			return nil, err
-		}
-		return &TruncateStmt{Table: tn}, nil
+		return &TruncateStmt{Table: tn}, err
 	case "create":
 		return p.createStmt()
 	case "alter":
