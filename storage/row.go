@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -59,21 +60,11 @@ func NewRow() Row { return Row{MarkerTS: NoTimestamp, DeletedAt: NoTimestamp} }
 
 // Cell returns the cell of column col, or nil.
 func (r *Row) Cell(col uint32) *Cell {
-	i, ok := slices.BinarySearchFunc(r.Cells, col, func(c Cell, col uint32) int { return cmpU32(c.Column, col) })
+	i, ok := slices.BinarySearchFunc(r.Cells, col, func(c Cell, col uint32) int { return cmp.Compare(c.Column, col) })
 	if !ok {
 		return nil
 	}
 	return &r.Cells[i]
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Live reports whether the row exists at time now, given the partition

@@ -2,6 +2,7 @@ package metakv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -322,9 +323,9 @@ func (m *Mem) holdsLocked(c Cond) bool {
 		var r int
 		switch c.Target {
 		case TargetCreateRevision:
-			r = cmpInt(kv.CreateRevision, c.Rev)
+			r = cmp.Compare(kv.CreateRevision, c.Rev)
 		case TargetModRevision:
-			r = cmpInt(kv.ModRevision, c.Rev)
+			r = cmp.Compare(kv.ModRevision, c.Rev)
 		case TargetValue:
 			r = bytes.Compare(kv.Value, c.Value)
 		}
@@ -333,16 +334,6 @@ func (m *Mem) holdsLocked(c Cond) bool {
 		}
 	}
 	return true
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (m *Mem) Txn(ctx context.Context, t Txn) (TxnResult, error) {

@@ -48,8 +48,8 @@ func (e *Executor) authState() *auth.State {
 	return auth.Empty
 }
 
-// allowed reports whether user holds p on r, catching up with etcd before
-// saying no.
+// allowed reports whether user holds p on r, catching up with the
+// metadata store before saying no.
 func (e *Executor) allowed(user string, p auth.Permission, r auth.Resource) bool {
 	// Read before the check, not after: a grant the watch publishes in
 	// between would otherwise be taken for nothing new (see run).
@@ -57,10 +57,7 @@ func (e *Executor) allowed(user string, p auth.Permission, r auth.Resource) bool
 	if e.authState().Allowed(user, p, r) {
 		return true
 	}
-	if !e.catchUp() || e.cfg.Meta.State().Revision == before {
-		return false
-	}
-	return e.authState().Allowed(user, p, r)
+	return e.caughtUpSince(before) && e.authState().Allowed(user, p, r)
 }
 
 // ensure returns Unauthorized unless user holds p on r.
