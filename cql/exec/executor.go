@@ -220,31 +220,6 @@ func (s *Session) setKeyspace(ks string) {
 	s.mu.Unlock()
 }
 
-// Consistency levels (protocol values).
-const (
-	Any         uint16 = 0x0000
-	One         uint16 = 0x0001
-	Two         uint16 = 0x0002
-	Three       uint16 = 0x0003
-	Quorum      uint16 = 0x0004
-	All         uint16 = 0x0005
-	LocalQuorum uint16 = 0x0006
-	EachQuorum  uint16 = 0x0007
-	Serial      uint16 = 0x0008
-	LocalSerial uint16 = 0x0009
-	LocalOne    uint16 = 0x000A
-)
-
-// linearizable reports whether reads at cl must be linearizable: QUORUM and
-// stronger are; ONE-like levels may read any replica's applied state.
-func linearizable(cl uint16) bool {
-	switch cl {
-	case One, Two, Three, LocalOne, Any:
-		return false
-	}
-	return true
-}
-
 // Request carries a statement's parameters.
 type Request struct {
 	Consistency       uint16

@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"strings"
 
 	"github.com/cosmosd/cosmosd/cql/parser"
@@ -708,33 +707,6 @@ func staticConditionsOnly(t *schema.Table, s *parser.DeleteStmt, cp *clusteringP
 		}
 	}
 	return true
-}
-
-// writeConsistency refuses the consistency levels Cassandra refuses for a
-// write (its ConsistencyLevel.validateForWrite, validateForCas and
-// validateForCasCommit): a serial level is only for conditional writes,
-// and there only as the serial consistency (0, unset, means SERIAL).
-func writeConsistency(req Request, conditional bool) error {
-	serial := func(cl uint16) bool { return cl == Serial || cl == LocalSerial }
-	switch {
-	case !conditional && serial(req.Consistency):
-		return Invalid("You must use conditional updates for serializable writes")
-	case conditional && serial(req.Consistency):
-		return Invalid("%s is not supported as conditional update commit consistency. Use ANY if you mean \"make sure it is accepted but I don't care how many replicas commit it for non-SERIAL reads\"", consistencyName(req.Consistency))
-	case conditional && req.SerialConsistency != 0 && !serial(req.SerialConsistency):
-		return Invalid("Invalid consistency for conditional update. Must be one of SERIAL or LOCAL_SERIAL")
-	}
-	return nil
-}
-
-// consistencyName is a consistency level's name in Cassandra's messages.
-func consistencyName(cl uint16) string {
-	names := map[uint16]string{Any: "ANY", One: "ONE", Two: "TWO", Three: "THREE", Quorum: "QUORUM", All: "ALL",
-		LocalQuorum: "LOCAL_QUORUM", EachQuorum: "EACH_QUORUM", Serial: "SERIAL", LocalSerial: "LOCAL_SERIAL", LocalOne: "LOCAL_ONE"}
-	if n, ok := names[cl]; ok {
-		return n
-	}
-	return fmt.Sprintf("0x%04x", cl)
 }
 
 // applyPlans sends the mutations of one or more statements (a batch), one
