@@ -23,9 +23,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // openMeta returns an in-memory metadata store (metakv.Mem, which passes
 // the same conformance suite as etcd) and an open Meta on it.
-func openMeta(t *testing.T) (metakv.Store, *Meta) {
+func openMeta(t *testing.T, opts ...metakv.MemOption) (*metakv.Mem, *Meta) {
 	t.Helper()
-	kv := metakv.NewMem()
+	kv := metakv.NewMem(opts...)
 	t.Cleanup(kv.Close)
 	m, err := OpenMeta(context.Background(), kv, nil)
 	if err != nil {

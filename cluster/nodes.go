@@ -124,19 +124,10 @@ func (r *Registration) run(ctx context.Context, ka <-chan struct{}) {
 	defer close(r.done)
 	backoff := 100 * time.Millisecond
 	for {
-		// The client closes ka when ctx ends; selecting on ctx too keeps
-		// this loop from depending on that.
-	renew:
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-ka:
-				if !ok {
-					break renew
-				}
-				backoff = 100 * time.Millisecond
-			}
+		// The store closes ka when ctx ends or the lease is gone
+		// (metakv.Store.KeepAlive).
+		for range ka {
+			backoff = 100 * time.Millisecond
 		}
 		if ctx.Err() != nil {
 			return

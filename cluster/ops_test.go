@@ -207,13 +207,7 @@ func TestStateNodeHelpers(t *testing.T) {
 // A registration whose lease is lost (etcd unreachable past the TTL)
 // registers again by itself.
 func TestRegistrationComesBackAfterLeaseLoss(t *testing.T) {
-	kv := metakv.NewMem()
-	t.Cleanup(kv.Close)
-	m, err := OpenMeta(context.Background(), kv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	kv, m := openMeta(t)
 	ctx := context.Background()
 	reg, err := Register(ctx, kv, NodeInfo{ID: 4}, 2*time.Second, nil)
 	if err != nil {
@@ -244,13 +238,7 @@ func TestRegistrationComesBackAfterLeaseLoss(t *testing.T) {
 // A watch that fails (history compacted away) makes Meta read everything
 // again: no change is missed.
 func TestMetaReloadsAfterCompaction(t *testing.T) {
-	kv := metakv.NewMem(metakv.WithHistoryLimit(4))
-	t.Cleanup(kv.Close)
-	m, err := OpenMeta(context.Background(), kv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	kv, m := openMeta(t, metakv.WithHistoryLimit(4))
 	c := NewCatalog(m)
 	ctx := context.Background()
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {

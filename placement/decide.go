@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -287,14 +288,7 @@ func planLeaderTransfers(st *cluster.State, reports map[uint64]*Report, busy map
 
 // sortedKeys returns a map's keys in order, so that plans do not depend
 // on map iteration.
-func sortedKeys[V any](m map[uint64]V) []uint64 {
-	out := make([]uint64, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+func sortedKeys[V any](m map[uint64]V) []uint64 { return slices.Sorted(maps.Keys(m)) }
 
 // widest returns the partition with the widest token range that is not busy.
 func widest(parts []*kvpb.Descriptor, busy map[uint64]bool) *kvpb.Descriptor {
