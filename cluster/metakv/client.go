@@ -82,3 +82,21 @@ func (c *EtcdClient) Close() error {
 	c.cancel()
 	return c.cli.Close()
 }
+
+// MemberStatus is what one etcd member says of itself.
+type MemberStatus struct {
+	// ID is the member's id; Leader the id of the leader it follows (0
+	// when it knows none).
+	ID, Leader uint64
+}
+
+// MemberStatus asks the member at endpoint (host:port) for its status, for
+// tools and tests that watch etcd itself (which member leads, whether one
+// serves).
+func (c *EtcdClient) MemberStatus(ctx context.Context, endpoint string) (MemberStatus, error) {
+	st, err := c.cli.Status(ctx, endpoint)
+	if err != nil {
+		return MemberStatus{}, fmt.Errorf("status of etcd member %s: %w", endpoint, err)
+	}
+	return MemberStatus{ID: st.Header.GetMemberId(), Leader: st.Leader}, nil
+}

@@ -2,13 +2,13 @@ package metakv_test
 
 import (
 	"fmt"
-	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/cluster/metakv/metakvtest"
 )
@@ -38,4 +38,42 @@ func etcdHarness(cli *clientv3.Client) metakvtest.Harness {
 
 func TestEtcdConformance(t *testing.T) {
 	metakvtest.Run(t, etcdHarness(embeddedEtcd(t)))
+}
+
+// DialEtcd connects under a prefix, answers Ping, and reports a member's
+// status; an empty prefix is refused.
+func TestDialEtcd(t *testing.T) {
+	raw := embeddedEtcd(t)
+	if _, err := metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: raw.Endpoints()}); err == nil {
+		t.Fatal("dialing without a key prefix succeeded")
+	}
+	cli, err := metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: raw.Endpoints(), Prefix: "/dial/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if err := cli.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metakv.Do(t.Context(), cli.Store(), metakv.Put("k", []byte("v"))); err != nil {
+		t.Fatal(err)
+	}
+	// The store's keys live under the prefix.
+	if resp, err := raw.Get(t.Context(), "/dial/k"); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("key under the prefix: %v %v", resp, err)
+	}
+	if eps := cli.Endpoints(); len(eps) != 1 || eps[0] != raw.Endpoints()[0] {
+		t.Fatalf("endpoints %v", eps)
+	}
+	st, err := cli.MemberStatus(t.Context(), raw.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ID == 0 || st.Leader != st.ID {
+		t.Fatalf("status of a single member: %+v, want it to lead", st)
+	}
+	cli.CancelPending()
+	if err := cli.Ping(t.Context()); err != nil {
+		t.Fatalf("a call with its own context after CancelPending: %v", err)
+	}
 }

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +14,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
@@ -68,7 +68,7 @@ type Cluster struct {
 	dir     string
 	Etcd    []*Container
 	Nodes   []*Container
-	etcd    *clientv3.Client
+	etcd    *metakv.EtcdClient
 	gocql   *blackbox.LogBuffer
 	certs   *certs // the cluster's CA and client certificate (secure_test.go)
 
@@ -117,8 +117,8 @@ func startCluster(t *testing.T) *Cluster {
 		c.copyCerts(t, e)
 		c.docker(t, "start", e.Name)
 	}
-	c.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: clientTLS,
-		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	c.etcd, err = metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: endpoints, Prefix: etcdPrefix,
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(clientTLS))}})
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
 	}
@@ -383,21 +383,21 @@ func (c *Cluster) NodeSession(t testing.TB, n *Container) *gocql.Session {
 func (c *Cluster) ControllerNode() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return placement.ControllerNode(ctx, cluster.NewOperations(metakv.NewEtcd(c.etcd, etcdPrefix)))
+	return placement.ControllerNode(ctx, cluster.NewOperations(c.etcd.Store()))
 }
 
 // Operations lists the placement operations.
 func (c *Cluster) Operations() ([]*placement.Operation, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return placement.ListOperations(ctx, cluster.NewOperations(metakv.NewEtcd(c.etcd, etcdPrefix)))
+	return placement.ListOperations(ctx, cluster.NewOperations(c.etcd.Store()))
 }
 
 // etcdMemberOK reports whether an etcd member answers and knows a leader.
 func (c *Cluster) etcdMemberOK(e *Container) (bool, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	st, err := c.etcd.Status(ctx, e.IP+":2379")
+	st, err := c.etcd.MemberStatus(ctx, e.IP+":2379")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -412,7 +412,7 @@ func (c *Cluster) etcdMemberOK(e *Container) (bool, string) {
 func (c *Cluster) etcdLeaderSeenBy(e *Container) (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	st, err := c.etcd.Status(ctx, e.IP+":2379")
+	st, err := c.etcd.MemberStatus(ctx, e.IP+":2379")
 	if err != nil {
 		return 0, err
 	}
@@ -423,9 +423,9 @@ func (c *Cluster) etcdLeaderSeenBy(e *Container) (uint64, error) {
 func (c *Cluster) EtcdLeader() (*Container, error) {
 	for _, e := range c.Etcd {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		st, err := c.etcd.Status(ctx, e.IP+":2379")
+		st, err := c.etcd.MemberStatus(ctx, e.IP+":2379")
 		cancel()
-		if err == nil && st.Leader != 0 && st.Leader == st.Header.GetMemberId() {
+		if err == nil && st.Leader != 0 && st.Leader == st.ID {
 			return e, nil
 		}
 	}

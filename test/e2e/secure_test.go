@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +15,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/security"
 )
@@ -169,7 +168,7 @@ func scenarioRefusesInsecure(t *testing.T, c *Cluster) {
 	}
 
 	// etcd without TLS.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Etcd[0].IP + ":2379"}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	cli, err := metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: []string{c.Etcd[0].IP + ":2379"}, Prefix: etcdPrefix})
 	if err != nil {
 		t.Logf("plaintext etcd client: refused at dial: %v", err)
 		return
@@ -177,7 +176,7 @@ func scenarioRefusesInsecure(t *testing.T, c *Cluster) {
 	defer cli.Close()
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
-	if _, err := cli.Get(sctx, etcdPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err == nil {
+	if _, _, err := cli.Store().List(sctx, ""); err == nil {
 		t.Errorf("a plaintext etcd client read %s from %s, want it refused", etcdPrefix, c.Etcd[0].Host)
 	} else {
 		t.Logf("plaintext etcd client: refused: %v", fmt.Sprint(err))

@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cosmosd/cosmosd/cluster"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
@@ -79,7 +77,7 @@ type Cluster struct {
 	noCut    string // why partial partitions (iptables) are unavailable
 	Etcd     []*Container
 	Nodes    []*Container
-	etcd     *clientv3.Client
+	etcd     *metakv.EtcdClient
 	gocqlLog *blackbox.LogBuffer
 
 	mu      sync.Mutex
@@ -126,8 +124,7 @@ func startCluster(t *testing.T) *Cluster {
 		c.must(c.create(e))
 		c.must(c.docker("start", e.Name))
 	}
-	c.etcd, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	c.etcd, err = metakv.DialEtcd(metakv.EtcdClientConfig{Endpoints: endpoints, Prefix: etcdPrefix})
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
 	}
@@ -476,14 +473,14 @@ func (c *Cluster) Ring() ([]blackbox.Partition, error) { return c.ctl().Ring() }
 func (c *Cluster) Operations() ([]*placement.Operation, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return placement.ListOperations(ctx, cluster.NewOperations(metakv.NewEtcd(c.etcd, etcdPrefix)))
+	return placement.ListOperations(ctx, cluster.NewOperations(c.etcd.Store()))
 }
 
 // etcdMemberOK reports whether an etcd member answers and knows a leader.
 func (c *Cluster) etcdMemberOK(e *Container) (bool, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	st, err := c.etcd.Status(ctx, e.IP+":2379")
+	st, err := c.etcd.MemberStatus(ctx, e.IP+":2379")
 	if err != nil {
 		return false, err.Error()
 	}
