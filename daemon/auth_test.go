@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/test/logbuf"
 )

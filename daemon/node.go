@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/cosmosd/cosmosd/admin"
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/consensus"
 	"github.com/cosmosd/cosmosd/consensus/local"

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"log/slog"
 	"net"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cosmosd/cosmosd/cluster"
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"github.com/cosmosd/cosmosd/cluster/metakv"
 	"github.com/cosmosd/cosmosd/test/logbuf"
 )

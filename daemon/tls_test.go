@@ -2,30 +2,22 @@ package daemon
 
 import (
 	"context"
-	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"github.com/cosmosd/cosmosd/security"
+	"github.com/cosmosd/cosmosd/security/securitytest"
 )
 
 // makeCA makes a CA, a node certificate for 127.0.0.1 and the client
 // certificate "app" in dir.
 func makeCA(t *testing.T, dir string) {
 	t.Helper()
-	o := security.CertOptions{Dir: dir}
-	if _, err := security.CreateCA(o); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := security.CreateNode(o, []string{"127.0.0.1", "localhost"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := security.CreateClient(o, "app"); err != nil {
-		t.Fatal(err)
-	}
+	securitytest.PKI(t, dir, "app")
 }
 
 // startTLSEtcd starts an embedded etcd serving TLS with dir's node

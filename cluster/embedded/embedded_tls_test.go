@@ -15,22 +15,14 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cosmosd/cosmosd/security"
+	"github.com/cosmosd/cosmosd/security/securitytest"
 )
 
 // tlsEtcd starts an embedded etcd serving TLS with a node certificate of a
 // fresh CA made in dir.
 func tlsEtcd(t *testing.T, dir string) *Server {
 	t.Helper()
-	o := security.CertOptions{Dir: dir}
-	if _, err := security.CreateCA(o); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := security.CreateNode(o, []string{"127.0.0.1", "localhost"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := security.CreateClient(o, "app"); err != nil {
-		t.Fatal(err)
-	}
+	securitytest.PKI(t, dir, "app")
 	f := security.NodeFiles(dir)
 	e, err := Start(Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", UnsafeNoFsync: true,
 		TLS: &TLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}})

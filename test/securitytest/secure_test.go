@@ -25,6 +25,7 @@ import (
 	kvpb "github.com/cosmosd/cosmosd/proto/kv"
 	transportpb "github.com/cosmosd/cosmosd/proto/transport"
 	"github.com/cosmosd/cosmosd/security"
+	sectest "github.com/cosmosd/cosmosd/security/securitytest"
 	"github.com/cosmosd/cosmosd/test/testcluster"
 )
 
@@ -75,13 +76,7 @@ func loadPair(t *testing.T, f security.Files) *tls.Certificate {
 func outsiders(t *testing.T, certsDir string) []identity {
 	t.Helper()
 	other := t.TempDir()
-	o := security.CertOptions{Dir: other}
-	if _, err := security.CreateCA(o); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := security.CreateNode(o, []string{"127.0.0.1", "localhost"}); err != nil {
-		t.Fatal(err)
-	}
+	sectest.PKI(t, other)
 	return []identity{
 		{name: "no certificate"},
 		{name: "node certificate of another CA", cert: loadPair(t, security.NodeFiles(other))},

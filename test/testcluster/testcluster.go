@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/cosmosd/cosmosd/cluster/embedded"
 	"github.com/cosmosd/cosmosd/daemon"
 	adminpb "github.com/cosmosd/cosmosd/proto/admin"
 	"github.com/cosmosd/cosmosd/security"
