@@ -1,6 +1,6 @@
 package exec
 
-import "fmt"
+import "github.com/cosmosd/cosmosd/cql/frame"
 
 // Consistency levels (protocol values).
 const (
@@ -32,24 +32,14 @@ func linearizable(cl uint16) bool {
 // validateForCasCommit): a serial level is only for conditional writes,
 // and there only as the serial consistency (0, unset, means SERIAL).
 func writeConsistency(req Request, conditional bool) error {
-	serial := func(cl uint16) bool { return cl == Serial || cl == LocalSerial }
+	cl, serial := frame.Consistency(req.Consistency), frame.Consistency(req.SerialConsistency)
 	switch {
-	case !conditional && serial(req.Consistency):
+	case !conditional && cl.IsSerial():
 		return Invalid("You must use conditional updates for serializable writes")
-	case conditional && serial(req.Consistency):
-		return Invalid("%s is not supported as conditional update commit consistency. Use ANY if you mean \"make sure it is accepted but I don't care how many replicas commit it for non-SERIAL reads\"", consistencyName(req.Consistency))
-	case conditional && req.SerialConsistency != 0 && !serial(req.SerialConsistency):
+	case conditional && cl.IsSerial():
+		return Invalid("%s is not supported as conditional update commit consistency. Use ANY if you mean \"make sure it is accepted but I don't care how many replicas commit it for non-SERIAL reads\"", cl)
+	case conditional && serial != 0 && !serial.IsSerial():
 		return Invalid("Invalid consistency for conditional update. Must be one of SERIAL or LOCAL_SERIAL")
 	}
 	return nil
-}
-
-// consistencyName is a consistency level's name in Cassandra's messages.
-func consistencyName(cl uint16) string {
-	names := map[uint16]string{Any: "ANY", One: "ONE", Two: "TWO", Three: "THREE", Quorum: "QUORUM", All: "ALL",
-		LocalQuorum: "LOCAL_QUORUM", EachQuorum: "EACH_QUORUM", Serial: "SERIAL", LocalSerial: "LOCAL_SERIAL", LocalOne: "LOCAL_ONE"}
-	if n, ok := names[cl]; ok {
-		return n
-	}
-	return fmt.Sprintf("0x%04x", cl)
 }
