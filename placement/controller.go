@@ -192,11 +192,6 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-// ControllerNode returns the node that leads, 0 if none.
-func ControllerNode(ctx context.Context, ops *cluster.Operations) (uint64, error) {
-	return ops.Controller(ctx)
-}
-
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -31,7 +31,7 @@ func TestControllerElection(t *testing.T) {
 	stop1 := tc.run(c1)
 	tc.eventually("node 1 to lead", c1.Leading)
 	tc.run(c2)
-	if got, err := ControllerNode(tc.ctx, tc.meta.Operations()); err != nil || got != 1 {
+	if got, err := tc.meta.Operations().Controller(tc.ctx); err != nil || got != 1 {
 		t.Fatalf("ControllerNode = %d, %v; want 1", got, err)
 	}
 	if c2.Leading() {
@@ -42,7 +42,7 @@ func TestControllerElection(t *testing.T) {
 	if c1.Leading() {
 		t.Fatal("a stopped controller still says it leads")
 	}
-	if got, err := ControllerNode(tc.ctx, tc.meta.Operations()); err != nil || got != 2 {
+	if got, err := tc.meta.Operations().Controller(tc.ctx); err != nil || got != 2 {
 		t.Fatalf("ControllerNode = %d, %v; want 2", got, err)
 	}
 }

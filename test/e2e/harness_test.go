@@ -383,7 +383,7 @@ func (c *Cluster) NodeSession(t testing.TB, n *Container) *gocql.Session {
 func (c *Cluster) ControllerNode() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return placement.ControllerNode(ctx, cluster.NewOperations(c.etcd.Store()))
+	return cluster.NewOperations(c.etcd.Store()).Controller(ctx)
 }
 
 // Operations lists the placement operations.
