@@ -691,6 +691,7 @@ func (g *group) deliver(m inMsg) {
 		return
 	}
 	g.mu.inbox.bytes += m.size
+	m.ticksBefore = g.mu.inbox.ticks
 	g.mu.inbox.msgs = append(g.mu.inbox.msgs, m)
 	wake := !g.mu.queued
 	g.mu.queued = true

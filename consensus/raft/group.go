@@ -85,6 +85,10 @@ type inMsg struct {
 	size int // encoded bytes
 	// stamp and echo are the message's lease fields (lease.go).
 	stamp, echo int64
+	// ticksBefore is how many ticks the inbox held when the message
+	// arrived: the cycle steps those ticks before the message and the
+	// later ones after it, in arrival order (see prepare).
+	ticksBefore int
 }
 
 type snapStatus struct {

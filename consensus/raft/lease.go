@@ -36,7 +36,11 @@ import (
 // reads from its state machine until s + (ElectionTicks-2) ticks of its
 // clock: one tick of margin allows the clocks' rates to differ by 10% with
 // the default ElectionTicks. Paused leaders are safe (the monotonic clock
-// runs on); paused or slow followers only refuse votes for longer.
+// runs on); paused or slow followers only refuse votes for longer. The
+// refusal is counted in ticks that arrive after the step: a cycle steps
+// its queued ticks and messages in arrival order (prepare), so ticks that
+// queued up while a busy scheduler delayed the cycle do not count against
+// a heartbeat that arrived after them.
 //
 // Exceptions, where the lease is void and reads use ReadIndex:
 //   - the leader has sent a MsgTimeoutNow in its term (a transfer forces an

@@ -117,7 +117,23 @@ func (g *group) prepare() (w *groupWork) {
 			pa.PostApply()
 		}
 	}
+	// Ticks and messages are stepped in the order they arrived. A tick
+	// queued before a message but stepped after it would shorten the time
+	// the message holds this replica's vote (raft's inLease counts ticks
+	// after the leader's last append or heartbeat), and leader leases
+	// rely on that time lasting ElectionTicks-1 ticks of real time (see
+	// "Leader leases"): a cycle delayed by load would otherwise end a
+	// refusal early and let a second leader be elected while the first
+	// still serves lease reads.
+	ticked := 0
+	tick := func(upto int) {
+		for ; ticked < upto; ticked++ {
+			g.rn.Tick()
+			g.ticks++
+		}
+	}
 	for _, im := range in.msgs {
+		tick(im.ticksBefore)
 		if !g.admit(im) || !g.admitVote(im.m) {
 			continue
 		}
@@ -131,10 +147,7 @@ func (g *group) prepare() (w *groupWork) {
 			g.leaderContact = g.ticks
 		}
 	}
-	for range in.ticks {
-		g.rn.Tick()
-		g.ticks++
-	}
+	tick(in.ticks)
 	if g.raftState == etcdraft.StateLeader {
 		g.leaderContact, g.ledUntil = g.ticks, g.ticks
 	}
