@@ -1,10 +1,12 @@
 package partition
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/cosmosd/cosmosd/consensus"
@@ -360,13 +362,32 @@ func (st *stage) add(m *kvpb.Mutation) error {
 		if m.GetMarker() {
 			upd.MarkerTS, upd.MarkerTTL, upd.MarkerExpiry = ts, m.GetTtl(), expiry
 		}
-		for _, op := range m.GetOps() {
+		ops := m.GetOps()
+		if distinctColumns(ops) {
+			// The usual case, one op per column: no op reads what another
+			// wrote, so the cells merge in one step, sorted by column as
+			// rows keep them.
+			upd.Cells = make([]storage.Cell, 0, len(ops))
+			for _, op := range ops {
+				c, err := st.cell(ps, m, op, ts, expiry)
+				if err != nil {
+					return err
+				}
+				ps.maxTS = max(ps.maxTS, c.Timestamp)
+				upd.Cells = append(upd.Cells, c)
+			}
+			slices.SortFunc(upd.Cells, func(a, b storage.Cell) int { return cmp.Compare(a.Column, b.Column) })
+			ps.pending(m.GetCk()).Merge(&upd)
+			break
+		}
+		for _, op := range ops {
 			c, err := st.cell(ps, m, op, ts, expiry)
 			if err != nil {
 				return err
 			}
 			ps.maxTS = max(ps.maxTS, c.Timestamp)
-			// Ops on one column within a mutation apply in order.
+			// Ops on one column within a mutation apply in order: a
+			// read-modify-write op sees the ones before it.
 			single := storage.NewRow()
 			single.Cells = []storage.Cell{c}
 			ps.pending(m.GetCk()).Merge(&single)
@@ -384,6 +405,22 @@ func (st *stage) add(m *kvpb.Mutation) error {
 		return reject(kvpb.Error_INVALID, "unknown mutation kind %d", m.GetKind())
 	}
 	return nil
+}
+
+// distinctColumns reports whether no two of ops write the same column
+// (false for long lists, which take the op-by-op path).
+func distinctColumns(ops []*kvpb.ColumnOp) bool {
+	if len(ops) > 64 {
+		return false
+	}
+	for i := 1; i < len(ops); i++ {
+		for j := range i {
+			if ops[i].GetColumn() == ops[j].GetColumn() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // cell computes the cell an operation writes at ts. Read-modify-write
@@ -530,7 +567,7 @@ func (st *stage) finish(maxPartitionBytes int64) ([]write, error) {
 			purgeBelow(&row, stats.DeletedAt)
 			keep := row.Collect(st.now, st.gcGrace)
 			if stored != nil {
-				stats.Bytes -= int64(len(key) + encodedLen(stored))
+				stats.Bytes -= int64(len(key) + storage.RowSize(stored))
 				stats.Rows--
 			}
 			if keep {
@@ -562,9 +599,6 @@ func (st *stage) finish(maxPartitionBytes int64) ([]write, error) {
 	}
 	return out, nil
 }
-
-// encodedLen is the stored size of a row as it was read.
-func encodedLen(r *storage.Row) int { return len(storage.AppendRow(nil, r)) }
 
 // eachStored loads every stored row in span into the stage's cache and
 // calls touch with its clustering key.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -129,6 +130,12 @@ func (r *Row) Merge(update *Row) {
 	if update.DeletedAt > r.DeletedAt {
 		r.DeletedAt, r.DeletedLocal = update.DeletedAt, update.DeletedLocal
 	}
+	if len(update.Cells) == 0 {
+		// A marker or a deletion alone: the cells stay, less what the
+		// deletion shadows.
+		r.purgeShadowed()
+		return
+	}
 	merged := make([]Cell, 0, len(r.Cells)+len(update.Cells))
 	i, j := 0, 0
 	for i < len(r.Cells) || j < len(update.Cells) {
@@ -207,11 +214,40 @@ const (
 	cellHasTTL     = 2
 )
 
+// RowSize returns the length of r's encoding, len(AppendRow(nil, r)),
+// without encoding it.
+func RowSize(r *Row) int {
+	n := 2 // version, flags
+	if r.MarkerTS != NoTimestamp {
+		n += varintLen(r.MarkerTS) + varintLen(int64(r.MarkerTTL)) + varintLen(r.MarkerExpiry)
+	}
+	if r.DeletedAt != NoTimestamp {
+		n += varintLen(r.DeletedAt) + varintLen(r.DeletedLocal)
+	}
+	n += uvarintLen(uint64(len(r.Cells)))
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		n += uvarintLen(uint64(c.Column)) + 1 + varintLen(c.Timestamp)
+		if c.TTL != 0 || c.Expiry != 0 {
+			n += varintLen(int64(c.TTL)) + varintLen(c.Expiry)
+		}
+		n += uvarintLen(uint64(len(c.Value))) + len(c.Value)
+	}
+	return n
+}
+
+// uvarintLen is the length of binary.AppendUvarint's encoding of x.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+// varintLen is the length of binary.AppendVarint's encoding of x (zig-zag).
+func varintLen(x int64) int { return uvarintLen(uint64(x<<1) ^ uint64(x>>63)) }
+
 // ErrCorruptRow reports stored bytes that do not decode as a row.
 var ErrCorruptRow = errors.New("storage: corrupt row")
 
-// AppendRow appends the encoding of r to dst.
+// AppendRow appends the encoding of r to dst, growing dst once.
 func AppendRow(dst []byte, r *Row) []byte {
+	dst = slices.Grow(dst, RowSize(r))
 	var flags byte
 	if r.MarkerTS != NoTimestamp {
 		flags |= rowHasMarker

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 
@@ -157,10 +158,33 @@ func FuzzDecodeRow(f *testing.F) {
 			}
 			return
 		}
-		// Whatever decodes re-encodes to something that decodes the same.
-		again, err := DecodeRow(AppendRow(nil, &r))
+		// Whatever decodes re-encodes to something that decodes the same,
+		// and RowSize is the encoding's length.
+		enc := AppendRow(nil, &r)
+		if n := RowSize(&r); n != len(enc) {
+			t.Fatalf("RowSize %d, encoding %d bytes", n, len(enc))
+		}
+		again, err := DecodeRow(enc)
 		if err != nil || !reflect.DeepEqual(normalize(again), normalize(r)) {
 			t.Fatalf("re-encode mismatch: %v", err)
 		}
 	})
+}
+
+// TestRowSize: RowSize is the length of the encoding at every varint
+// boundary of every field.
+func TestRowSize(t *testing.T) {
+	vals := []int64{NoTimestamp, math.MinInt64 + 1, -1 << 40, -65, -64, -1, 0, 1, 63, 64, 8191, 8192, 1 << 40, math.MaxInt64}
+	for _, v := range vals {
+		for _, ttl := range []int32{0, 1, 64, math.MaxInt32, -1} {
+			r := Row{MarkerTS: v, MarkerTTL: ttl, MarkerExpiry: v, DeletedAt: v, DeletedLocal: v}
+			for _, col := range []uint32{0, 127, 128, 16384, math.MaxUint32} {
+				r.Cells = append(r.Cells, Cell{Column: uint32(col), Timestamp: v, TTL: ttl, Expiry: v,
+					Value: make([]byte, col%200), Tombstone: col == 0})
+			}
+			if n, enc := RowSize(&r), AppendRow(nil, &r); n != len(enc) {
+				t.Fatalf("row %+v: RowSize %d, encoding %d bytes", r, n, len(enc))
+			}
+		}
+	}
 }
