@@ -165,6 +165,13 @@ type Config struct {
 	// out load (after nodes join). Default true; set false to rebalance
 	// only on request (cosmosctl rebalance).
 	AutoRebalance *bool `yaml:"auto_rebalance"`
+	// LeaseReads lets a partition's raft leader answer QUORUM reads from
+	// its lease instead of confirming its leadership with a heartbeat
+	// round per batch of reads (consensus/raft/lease.go has the safety
+	// argument: it assumes the nodes' clocks run at rates within 10% of
+	// each other, never their offsets). Default true; false makes every
+	// read pay the round.
+	LeaseReads *bool `yaml:"lease_reads"`
 	// Knobs are test hooks, never set from configuration files.
 	Knobs *Knobs `yaml:"-"`
 	// RegistrationTTL is the lease of the node's registration in etcd: a
@@ -306,6 +313,10 @@ func (c *Config) SetDefaults() {
 	if c.AutoRebalance == nil {
 		t := true
 		c.AutoRebalance = &t
+	}
+	if c.LeaseReads == nil {
+		t := true
+		c.LeaseReads = &t
 	}
 	if c.RegistrationTTL == 0 {
 		c.RegistrationTTL = 15 * time.Second

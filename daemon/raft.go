@@ -26,6 +26,7 @@ func newRaftEngine(n *Node) (consensus.Engine, error) {
 			return info.PeerAddr, nil
 		},
 		DialOptions:  []grpc.DialOption{n.peerDialCreds(), grpc.WithKeepaliveParams(router.KeepaliveParams)},
+		LeaseReads:   n.cfg.LeaseReads == nil || *n.cfg.LeaseReads,
 		Logger:       n.logger,
 		TestingKnobs: raftKnobs(n.cfg.Knobs),
 	})
