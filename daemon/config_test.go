@@ -1,12 +1,13 @@
 package daemon
 
 import (
-	"github.com/urfave/cli/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/urfave/cli/v2"
 )
 
 // The shipped configuration file parses (unknown keys are errors) and is
@@ -63,5 +64,27 @@ func TestFlagsOverrideFile(t *testing.T) {
 	}
 	if got.Name != "from-file" || got.DataDir != "/from/flag" || got.DeadAfter != time.Minute || got.Labels["zone"] != "z1" || got.ReplicationFactor != 1 {
 		t.Fatalf("merged config %+v", got)
+	}
+}
+
+// Leader-lease reads are on unless the configuration turns them off, and
+// the raft engine is given the setting.
+func TestLeaseReadsSetting(t *testing.T) {
+	var c Config
+	c.SetDefaults()
+	if !raftConfig(&Node{cfg: c}).LeaseReads {
+		t.Fatal("lease reads off by default")
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("lease_reads: false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c = Config{}
+	if err := c.LoadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDefaults()
+	if raftConfig(&Node{cfg: c}).LeaseReads {
+		t.Fatal("lease_reads: false left lease reads on")
 	}
 }

@@ -14,7 +14,12 @@ import (
 // newRaftEngine builds the multi-raft engine. Peers are found through the
 // node registrations in etcd.
 func newRaftEngine(n *Node) (consensus.Engine, error) {
-	return raft.New(raft.Config{
+	return raft.New(raftConfig(n))
+}
+
+// raftConfig is the raft engine's configuration for node n.
+func raftConfig(n *Node) raft.Config {
+	return raft.Config{
 		NodeID:      consensus.NodeID(n.id),
 		Storage:     n.store,
 		SnapshotDir: filepath.Join(n.cfg.DataDir, "snapshots"),
@@ -29,7 +34,7 @@ func newRaftEngine(n *Node) (consensus.Engine, error) {
 		LeaseReads:   n.cfg.LeaseReads == nil || *n.cfg.LeaseReads,
 		Logger:       n.logger,
 		TestingKnobs: raftKnobs(n.cfg.Knobs),
-	})
+	}
 }
 
 func raftKnobs(k *Knobs) *raft.TestingKnobs {
