@@ -157,6 +157,8 @@ type raftCollector struct {
 	e                                  *raft.Engine
 	cycles, cycleTime, syncs, syncTime *prometheus.Desc
 	leaderChanges, proposals, propTime *prometheus.Desc
+	propApplied, propQueue             *prometheus.Desc
+	propCommit, propAnswer             *prometheus.Desc
 	snapsSent, snapsRecv               *prometheus.Desc
 	groups, led, leaderless, logBytes  *prometheus.Desc
 }
@@ -174,6 +176,10 @@ func newRaftCollector(e *raft.Engine) *raftCollector {
 		leaderChanges: d("leader_changes_total", "Times a local replica saw its group's leader change."),
 		proposals:     d("proposals_total", "Commands proposed through local replicas."),
 		propTime:      d("proposal_seconds_total", "Total time of those proposals from submission to applied or failed."),
+		propApplied:   d("proposals_applied_total", "Proposals that returned their applied result; the three stage totals below split their time."),
+		propQueue:     d("proposal_queue_seconds_total", "Time of applied proposals from submission until raft took them (waiting for a scheduling cycle)."),
+		propCommit:    d("proposal_commit_seconds_total", "Time of applied proposals from raft taking them until applied (replication, the quorum's syncs, commit)."),
+		propAnswer:    d("proposal_answer_seconds_total", "Time of applied proposals from applied until the caller resumed (batch commit, wake-up)."),
 		snapsSent:     d("snapshots_sent_total", "Snapshots streamed to followers."),
 		snapsRecv:     d("snapshots_received_total", "Snapshots received and installed."),
 		groups:        d("groups", "Raft groups with a replica on this node."),
@@ -185,7 +191,7 @@ func newRaftCollector(e *raft.Engine) *raftCollector {
 
 func (c *raftCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.cycles, c.cycleTime, c.syncs, c.syncTime, c.leaderChanges, c.proposals, c.propTime,
-		c.snapsSent, c.snapsRecv, c.groups, c.led, c.leaderless, c.logBytes}
+		c.propApplied, c.propQueue, c.propCommit, c.propAnswer, c.snapsSent, c.snapsRecv, c.groups, c.led, c.leaderless, c.logBytes}
 }
 
 // Describe implements prometheus.Collector.
@@ -202,6 +208,10 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.leaderChanges, float64(st.LeaderChanges))
 	counter(c.proposals, float64(st.Proposals))
 	counter(c.propTime, st.ProposeTime.Seconds())
+	counter(c.propApplied, float64(st.ProposalsApplied))
+	counter(c.propQueue, st.ProposeQueueTime.Seconds())
+	counter(c.propCommit, st.ProposeCommitTime.Seconds())
+	counter(c.propAnswer, st.ProposeAnswerTime.Seconds())
 	counter(c.snapsSent, float64(st.SnapshotsSent))
 	counter(c.snapsRecv, float64(st.SnapshotsReceived))
 	gauge(c.groups, float64(st.Groups))

@@ -187,6 +187,8 @@ func TestMetricsExported(t *testing.T) {
 		{"cosmosd_raft_leader_changes_total", func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"cosmosd_raft_proposals_total", func(v float64) bool { return v >= 10 }, ">= 10"},
 		{"cosmosd_raft_proposal_seconds_total", func(v float64) bool { return v > 0 }, "> 0"},
+		{"cosmosd_raft_proposals_applied_total", func(v float64) bool { return v >= 10 }, ">= 10"},
+		{"cosmosd_raft_proposal_commit_seconds_total", func(v float64) bool { return v > 0 }, "> 0"},
 		{"cosmosd_storage_disk_usage_bytes", func(v float64) bool { return v > 0 }, "> 0"},
 		{"cosmosd_storage_memtable_bytes", func(v float64) bool { return v > 0 }, "> 0"},
 		{"cosmosd_storage_filesystem_size_bytes", func(v float64) bool { return v > 0 }, "> 0"},

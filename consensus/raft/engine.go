@@ -54,8 +54,10 @@ type Engine struct {
 	leaderChanges atomic.Int64 // a group's known leader changed
 	proposals     atomic.Int64 // Propose calls that reached the scheduler
 	proposeNanos  atomic.Int64 // their total time until they returned
-	snapsSent     atomic.Int64 // snapshots streamed to a follower
-	snapsRecv     atomic.Int64 // snapshots received and installed
+	// stages splits the time of proposals applied here (proposalStages).
+	stages    proposalStages
+	snapsSent atomic.Int64 // snapshots streamed to a follower
+	snapsRecv atomic.Int64 // snapshots received and installed
 
 	mu struct {
 		sync.RWMutex
@@ -202,6 +204,15 @@ type Stats struct {
 	// and apply latency.
 	Proposals   int64
 	ProposeTime time.Duration
+	// ProposalsApplied counts the proposals that returned the result of
+	// their apply on the leader; the three times split their time:
+	// ProposeQueueTime from submission until raft took the command (the
+	// wait for a scheduling cycle), ProposeCommitTime from then until it
+	// was applied (appending, replicating, the quorum's syncs, the commit),
+	// ProposeAnswerTime from then until the caller resumed (the rest of the
+	// cycle, its batch commit, and the caller's wake-up).
+	ProposalsApplied                                       int64
+	ProposeQueueTime, ProposeCommitTime, ProposeAnswerTime time.Duration
 	// SnapshotsSent and SnapshotsReceived count snapshots streamed to
 	// followers and those received and installed here.
 	SnapshotsSent     int64
@@ -224,7 +235,11 @@ func (e *Engine) Stats() Stats {
 		Syncs: e.syncer.syncs.Load(), SyncTime: time.Duration(e.syncer.syncNanos.Load()),
 		LeaderChanges: e.leaderChanges.Load(),
 		Proposals:     e.proposals.Load(), ProposeTime: time.Duration(e.proposeNanos.Load()),
-		SnapshotsSent: e.snapsSent.Load(), SnapshotsReceived: e.snapsRecv.Load(),
+		ProposalsApplied:  e.stages.n.Load(),
+		ProposeQueueTime:  time.Duration(e.stages.queue.Load()),
+		ProposeCommitTime: time.Duration(e.stages.commit.Load()),
+		ProposeAnswerTime: time.Duration(e.stages.answer.Load()),
+		SnapshotsSent:     e.snapsSent.Load(), SnapshotsReceived: e.snapsRecv.Load(),
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()

@@ -64,6 +64,26 @@ type request struct {
 	// leaveJoint marks a membership change whose entry entered a joint
 	// configuration; it completes when the configuration is left.
 	leaveJoint bool
+	// stepped and applied are when raft took the proposal and when it was
+	// applied here (monoNow; 0 if not), for Stats' proposal stages.
+	steppedAt, appliedAt int64
+}
+
+// proposalStages sums the stages of proposals applied on their leader
+// (Stats.ProposalsApplied and the times that follow it).
+type proposalStages struct {
+	n, queue, commit, answer atomic.Int64
+}
+
+// record adds a proposal submitted at start (monoNow) that returned now.
+func (s *proposalStages) record(r *request, start, now int64) {
+	if r.steppedAt == 0 || r.appliedAt == 0 {
+		return
+	}
+	s.n.Add(1)
+	s.queue.Add(r.steppedAt - start)
+	s.commit.Add(r.appliedAt - r.steppedAt)
+	s.answer.Add(now - r.appliedAt)
 }
 
 type result struct {
@@ -320,12 +340,15 @@ func (g *group) Propose(ctx context.Context, cmd []byte) (any, error) {
 	if err := g.submit(r); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	defer func() {
-		g.e.proposals.Add(1)
-		g.e.proposeNanos.Add(int64(time.Since(start)))
-	}()
-	return g.wait(ctx, r, "propose")
+	start := g.e.monoNow()
+	v, err := g.wait(ctx, r, "propose")
+	now := g.e.monoNow()
+	g.e.proposals.Add(1)
+	g.e.proposeNanos.Add(now - start)
+	if err == nil {
+		g.e.stages.record(r, start, now)
+	}
+	return v, err
 }
 
 // ReadIndex implements consensus.Group. Any replica serves it: a follower

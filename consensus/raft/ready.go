@@ -453,11 +453,13 @@ func (g *group) applyEntries(w *groupWork, ents []*pb.Entry) error {
 	if len(results) != len(entries) {
 		return fmt.Errorf("apply entries %d..%d: state machine returned %d results", ents[0].GetIndex(), ents[len(ents)-1].GetIndex(), len(results))
 	}
+	now := g.e.monoNow()
 	for i, id := range ids {
 		if id == 0 {
 			continue
 		}
 		if r := g.proposals[id]; r != nil && r.index == ents[i].GetIndex() && r.term == ents[i].GetTerm() {
+			r.appliedAt = now
 			w.applied = append(w.applied, appliedReq{r: r, res: results[i]})
 		}
 	}

@@ -75,8 +75,10 @@ func (g *group) handleRequests(reqs []*request, ticked bool) {
 		// broadcasts one append per follower.
 		err := g.rn.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: proto.Uint64(uint64(g.replicaID)), Entries: ents})
 		if err == nil {
+			now := g.e.monoNow()
 			for _, r := range props {
 				r.stepped.Store(true)
+				r.steppedAt = now
 				g.proposals[r.id] = r
 			}
 			g.proposedThisPass = true

@@ -63,13 +63,28 @@ func TestStats(t *testing.T) {
 	})
 	// Proposals are counted on the replica they were submitted to,
 	// whichever node that was.
-	var proposals, logBytes int64
-	var proposeTime time.Duration
+	var proposals, applied, logBytes int64
+	var proposeTime, queue, commit, answer time.Duration
 	for n := 1; n <= 3; n++ {
 		st := rawEngine(c, n).Stats()
 		proposals += st.Proposals
 		proposeTime += st.ProposeTime
+		applied += st.ProposalsApplied
+		queue, commit, answer = queue+st.ProposeQueueTime, commit+st.ProposeCommitTime, answer+st.ProposeAnswerTime
 		logBytes += int64(st.LogBytes)
+	}
+	// The stages of applied proposals: every one of the 20 was applied
+	// on the leader it was submitted to (mustProposeAmong follows the
+	// leader); replication takes time; the stages never add up to more
+	// than the proposals' total time.
+	if got := applied - before.ProposalsApplied; got < 20 {
+		t.Fatalf("%d proposals counted as applied, want >= 20", got)
+	}
+	if commit <= before.ProposeCommitTime || queue < 0 || answer < 0 {
+		t.Fatalf("proposal stages: queue %v, commit %v, answer %v", queue, commit, answer)
+	}
+	if sum := queue + commit + answer; sum > proposeTime {
+		t.Fatalf("proposal stages add up to %v, more than the proposals' %v", sum, proposeTime)
 	}
 	if got := proposals - before.Proposals; got < 20 {
 		t.Fatalf("%d proposals counted, want >= 20", got)
