@@ -237,7 +237,10 @@ type GroupConfig struct {
 type Engine interface {
 	// StartGroup starts the local replica described by cfg, recovering its
 	// persisted state. Starting a group that runs fails with
-	// ErrGroupExists.
+	// ErrGroupExists. An engine that keeps replica identities fails with
+	// a *StaleReplicaError when it holds durable state of another replica
+	// of the group on this node (the raft engine does; the single-replica
+	// engine has one replica per group and no moves).
 	StartGroup(ctx context.Context, cfg GroupConfig) (Group, error)
 	// Group returns a running group.
 	Group(id GroupID) (Group, bool)
@@ -276,6 +279,21 @@ var (
 	// retry must be safe to apply twice.
 	ErrAmbiguous = errors.New("consensus: outcome unknown")
 )
+
+// StaleReplicaError is returned by StartGroup when this node holds
+// durable state of replica Persisted of the group and was asked to start
+// replica Asked. A Persisted below Asked is an earlier incarnation: it was
+// removed from the group (or never finished joining) while this node was
+// away, and the node has since been added back under a new id; its state
+// can be destroyed (Engine.DestroyGroup) before the new replica starts.
+type StaleReplicaError struct {
+	Group            GroupID
+	Persisted, Asked ReplicaID
+}
+
+func (e *StaleReplicaError) Error() string {
+	return fmt.Sprintf("group %d: persisted replica r%d, asked to start r%d", e.Group, e.Persisted, e.Asked)
+}
 
 // NotLeaderError is returned by a replica that is not the leader; Leader is
 // its best guess of who is (zero when unknown).

@@ -315,6 +315,22 @@ func (s *Store) Close() {
 	}
 }
 
+// reconcileStart starts this node's replica me of partition d.
+func (s *Store) reconcileStart(ctx context.Context, d *kvpb.Descriptor, me *kvpb.ReplicaDescriptor) error {
+	var err error
+	switch {
+	case me.GetLearner():
+		_, err = s.Join(ctx, d.GetId(), consensus.ReplicaID(me.GetReplicaId()))
+	case d.GetGeneration() == 0:
+		_, err = s.Bootstrap(ctx, d)
+	default:
+		// A voter we do not run and that is not new: our copy was lost
+		// or removed. Join and let the leader catch us up.
+		_, err = s.Join(ctx, d.GetId(), consensus.ReplicaID(me.GetReplicaId()))
+	}
+	return err
+}
+
 // Reconcile makes this node's replicas follow the routing copy of the
 // rings: it starts replicas of partitions that list this node and that it
 // does not run, and removes (with their data) replicas of partitions that
@@ -365,16 +381,18 @@ func (s *Store) Reconcile(ctx context.Context, parts []*kvpb.Descriptor, liveTab
 			s.cfg.Logger.Debug("not joining partition while a local replica overlaps it", "partition", d.GetId(), "overlaps", other)
 			continue
 		}
-		var err error
-		switch {
-		case me.GetLearner():
-			_, err = s.Join(ctx, d.GetId(), consensus.ReplicaID(me.GetReplicaId()))
-		case d.GetGeneration() == 0:
-			_, err = s.Bootstrap(ctx, d)
-		default:
-			// A voter we do not run and that is not new: our copy was
-			// lost or removed. Join and let the leader catch us up.
-			_, err = s.Join(ctx, d.GetId(), consensus.ReplicaID(me.GetReplicaId()))
+		err := s.reconcileStart(ctx, d, me)
+		var stale *consensus.StaleReplicaError
+		if errors.As(err, &stale) && stale.Persisted < stale.Asked {
+			// The engine holds an earlier incarnation of this node's
+			// replica that does not run (its snapshot was interrupted by
+			// a crash, or it failed): the same case as above, found at
+			// start. Drop it and join as the new replica.
+			s.cfg.Logger.Info("dropping a stale local replica", "partition", d.GetId(),
+				"persisted", uint64(stale.Persisted), "ring", uint64(stale.Asked))
+			if err = s.Remove(d.GetId(), true); err == nil {
+				err = s.reconcileStart(ctx, d, me)
+			}
 		}
 		if err != nil {
 			errs = append(errs, err)

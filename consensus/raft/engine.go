@@ -378,7 +378,7 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 		// A snapshot installation was interrupted: finish it first, so the
 		// state machine's spans and the raft state agree again.
 		if cfg.ReplicaID != 0 && consensus.ReplicaID(m.GetReplicaId()) != cfg.ReplicaID {
-			return nil, fmt.Errorf("persisted replica r%d, asked to start r%d", m.GetReplicaId(), cfg.ReplicaID)
+			return nil, &consensus.StaleReplicaError{Group: cfg.ID, Persisted: consensus.ReplicaID(m.GetReplicaId()), Asked: cfg.ReplicaID}
 		}
 		if _, _, err := e.completeInstall(id, m, cfg.StateMachine); err != nil {
 			return nil, err
@@ -397,7 +397,7 @@ func (e *Engine) openGroup(cfg consensus.GroupConfig) (g *group, err error) {
 		}
 	}
 	if cfg.ReplicaID != 0 && st.replicaID != cfg.ReplicaID {
-		return nil, fmt.Errorf("persisted replica r%d, asked to start r%d", st.replicaID, cfg.ReplicaID)
+		return nil, &consensus.StaleReplicaError{Group: cfg.ID, Persisted: st.replicaID, Asked: cfg.ReplicaID}
 	}
 	store, err := loadLogStore(e.cfg.Storage, id, st, e.cfg.EntryCacheEntries, e.cfg.EntryCacheBytes)
 	if err != nil {

@@ -165,3 +165,40 @@ func TestUnknownGroupDropped(t *testing.T) {
 		return nil
 	})
 }
+
+// TestStartGroupStaleReplica: starting a group under another replica id
+// than the one this node persisted fails with a *consensus.StaleReplicaError
+// naming both, which lets the caller destroy the earlier incarnation; after
+// DestroyGroup the new replica starts.
+func TestStartGroupStaleReplica(t *testing.T) {
+	c, _ := newTestCluster(t, 1, nil)
+	c.StartGroupOn(1, 7, []consensus.Replica{{ReplicaID: 1, NodeID: 1}})
+	e := c.Engine(1)
+	if err := e.StopGroup(7); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := consensustest.NewKV(c.Store(1), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	_, err = e.StartGroup(ctx, consensus.GroupConfig{ID: 7, ReplicaID: 2, StateMachine: kv})
+	var stale *consensus.StaleReplicaError
+	if !errors.As(err, &stale) || stale.Group != 7 || stale.Persisted != 1 || stale.Asked != 2 {
+		t.Fatalf("start r2 over a persisted r1: %v, want a StaleReplicaError", err)
+	}
+	if err := e.DestroyGroup(7); err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.StartGroup(ctx, consensus.GroupConfig{ID: 7, ReplicaID: 2, StateMachine: kv})
+	if err != nil {
+		t.Fatalf("start r2 after destroying r1: %v", err)
+	}
+	if id := g.Status().ReplicaID; id != 2 {
+		t.Fatalf("started replica r%d, want r2", id)
+	}
+	if err := e.StopGroup(7); err != nil {
+		t.Fatal(err)
+	}
+}
