@@ -169,8 +169,11 @@ type Config struct {
 	// its lease instead of confirming its leadership with a heartbeat
 	// round per batch of reads (consensus/raft/lease.go has the safety
 	// argument: it assumes the nodes' clocks run at rates within 10% of
-	// each other, never their offsets). Default true; false makes every
-	// read pay the round.
+	// each other, never their offsets). About half the CPU of a read.
+	// Default false: the engine's lease-read linearizability test failed
+	// twice under heavy load this release (two holes closed since, see
+	// docs/reliability.md); lease reads stay opt-in until it has run clean
+	// long enough.
 	LeaseReads *bool `yaml:"lease_reads"`
 	// Knobs are test hooks, never set from configuration files.
 	Knobs *Knobs `yaml:"-"`
@@ -315,8 +318,8 @@ func (c *Config) SetDefaults() {
 		c.AutoRebalance = &t
 	}
 	if c.LeaseReads == nil {
-		t := true
-		c.LeaseReads = &t
+		f := false
+		c.LeaseReads = &f
 	}
 	if c.RegistrationTTL == 0 {
 		c.RegistrationTTL = 15 * time.Second

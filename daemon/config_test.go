@@ -67,16 +67,16 @@ func TestFlagsOverrideFile(t *testing.T) {
 	}
 }
 
-// Leader-lease reads are on unless the configuration turns them off, and
+// Leader-lease reads are off unless the configuration turns them on, and
 // the raft engine is given the setting.
 func TestLeaseReadsSetting(t *testing.T) {
 	var c Config
 	c.SetDefaults()
-	if !raftConfig(&Node{cfg: c}).LeaseReads {
-		t.Fatal("lease reads off by default")
+	if raftConfig(&Node{cfg: c}).LeaseReads {
+		t.Fatal("lease reads on by default")
 	}
 	path := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(path, []byte("lease_reads: false\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("lease_reads: true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c = Config{}
@@ -84,7 +84,7 @@ func TestLeaseReadsSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetDefaults()
-	if raftConfig(&Node{cfg: c}).LeaseReads {
-		t.Fatal("lease_reads: false left lease reads on")
+	if !raftConfig(&Node{cfg: c}).LeaseReads {
+		t.Fatal("lease_reads: true left lease reads off")
 	}
 }

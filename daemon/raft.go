@@ -31,7 +31,7 @@ func raftConfig(n *Node) raft.Config {
 			return info.PeerAddr, nil
 		},
 		DialOptions:  []grpc.DialOption{n.peerDialCreds(), grpc.WithKeepaliveParams(router.KeepaliveParams)},
-		LeaseReads:   n.cfg.LeaseReads == nil || *n.cfg.LeaseReads,
+		LeaseReads:   n.cfg.LeaseReads != nil && *n.cfg.LeaseReads,
 		Logger:       n.logger,
 		TestingKnobs: raftKnobs(n.cfg.Knobs),
 	}

@@ -60,7 +60,7 @@ type Config struct {
 	// acknowledged its leadership (lease.go: safe given CheckQuorum and
 	// clock rates within 10% of each other with the default ElectionTicks;
 	// void during transfers). Default false: every read batch confirms
-	// leadership with a heartbeat round. The daemon turns it on.
+	// leadership with a heartbeat round. The daemon's lease_reads sets it.
 	LeaseReads bool
 
 	// LogTruncateEntries triggers a log truncation once a group's log holds

@@ -139,16 +139,27 @@ func (e *Engine) ticker() {
 		select {
 		case <-e.ctx.Done():
 			return
-		case <-t.C:
-			e.Tick()
+		case at := <-t.C:
+			// The time the tick fired, not when this goroutine got to
+			// it: a tick delayed by a busy machine must still be stepped
+			// before the messages that arrived after it fired (prepare).
+			e.tick(int64(at.Sub(e.start)) + 1)
 		}
 	}
 }
 
-// Tick advances every group's raft clock by one tick. The engine's ticker
-// calls it every Config.TickInterval; tests with TestingKnobs.ManualTicks
-// call it themselves.
-func (e *Engine) Tick() {
+// Tick advances every group's raft clock by one tick, now. The engine's
+// ticker ticks every Config.TickInterval; tests with
+// TestingKnobs.ManualTicks call Tick themselves.
+func (e *Engine) Tick() { e.tick(e.monoNow()) }
+
+// maxTickTimes bounds the tick times an inbox keeps; older ticks of a
+// group whose cycles fell that far behind are stepped first, as if they
+// fired before every message.
+const maxTickTimes = 16
+
+// tick adds a tick that fired at at (monoNow's clock) to every group.
+func (e *Engine) tick(at int64) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	for _, g := range e.mu.groups {
@@ -157,7 +168,12 @@ func (e *Engine) Tick() {
 			g.mu.Unlock()
 			continue
 		}
-		g.mu.inbox.ticks++
+		in := &g.mu.inbox
+		in.ticks++
+		if len(in.tickAt) == maxTickTimes {
+			in.tickAt = append(in.tickAt[:0], in.tickAt[1:]...)
+		}
+		in.tickAt = append(in.tickAt, at)
 		wake := !g.mu.queued
 		g.mu.queued = true
 		g.mu.Unlock()
@@ -706,7 +722,7 @@ func (g *group) deliver(m inMsg) {
 		return
 	}
 	g.mu.inbox.bytes += m.size
-	m.ticksBefore = g.mu.inbox.ticks
+	m.at = g.e.monoNow()
 	g.mu.inbox.msgs = append(g.mu.inbox.msgs, m)
 	wake := !g.mu.queued
 	g.mu.queued = true

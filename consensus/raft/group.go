@@ -105,10 +105,10 @@ type inMsg struct {
 	size int // encoded bytes
 	// stamp and echo are the message's lease fields (lease.go).
 	stamp, echo int64
-	// ticksBefore is how many ticks the inbox held when the message
-	// arrived: the cycle steps those ticks before the message and the
-	// later ones after it, in arrival order (see prepare).
-	ticksBefore int
+	// at is when the message arrived (monoNow): the cycle steps the
+	// ticks that fired before it first and the later ones after it (see
+	// prepare).
+	at int64
 }
 
 type snapStatus struct {
@@ -129,10 +129,13 @@ type inbox struct {
 	local []localMsg
 	// postApply asks for the state machine's post-apply work: the Apply
 	// of this applySeq (and every earlier one) is durable; 0 for none.
-	postApply   uint64
-	msgs        []inMsg
-	bytes       int // encoded bytes of msgs
-	ticks       int
+	postApply uint64
+	msgs      []inMsg
+	bytes     int // encoded bytes of msgs
+	ticks     int
+	// tickAt are the times (monoNow) the last ticks fired, oldest first,
+	// at most maxTickTimes of them.
+	tickAt      []int64
 	requests    []*request
 	snapStatus  []snapStatus
 	unreachable []uint64

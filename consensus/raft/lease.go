@@ -37,10 +37,14 @@ import (
 // clock: one tick of margin allows the clocks' rates to differ by 10% with
 // the default ElectionTicks. Paused leaders are safe (the monotonic clock
 // runs on); paused or slow followers only refuse votes for longer. The
-// refusal is counted in ticks that arrive after the step: a cycle steps
-// its queued ticks and messages in arrival order (prepare), so ticks that
-// queued up while a busy scheduler delayed the cycle do not count against
-// a heartbeat that arrived after them.
+// refusal is counted in ticks that fired after the message arrived: a
+// cycle steps its queued ticks and messages in the order of the ticks'
+// firing times and the messages' arrival (prepare), so ticks that fired
+// before a heartbeat arrived do not count against it, however late a busy
+// machine delivered them to the group (the ticker goroutine preempted, the
+// cycle delayed). The ticker fires at most once per TickInterval, so the
+// ElectionTicks-th tick after an arrival fires at least
+// (ElectionTicks-1) ticks of time later.
 //
 // Exceptions, where the lease is void and reads use ReadIndex:
 //   - the leader has sent a MsgTimeoutNow in its term (a transfer forces an

@@ -57,7 +57,7 @@ func settle(t *testing.T, c *consensustest.Cluster, node int) {
 	})
 }
 
-// TestVoteRefusalCountsTicksInArrivalOrder: a follower refuses votes for an
+// TestVoteRefusalCountsTicksInFiringOrder: a follower refuses votes for an
 // election timeout after its leader's last heartbeat, counted in ticks, and
 // leader leases rely on that time. Ticks that queued up while the
 // follower's scheduler was busy, before the heartbeat arrived, must not
@@ -67,7 +67,16 @@ func settle(t *testing.T, c *consensustest.Cluster, node int) {
 // heartbeat), and only after more ticks does it campaign. Stepping the
 // queued ticks after the heartbeat made it campaign early, which under load
 // let a second leader be elected while the first still served lease reads.
-func TestVoteRefusalCountsTicksInArrivalOrder(t *testing.T) {
+func TestVoteRefusalCountsTicksInFiringOrder(t *testing.T) {
+	// Queued: the ticks reach the follower's inbox before the heartbeat
+	// (its cycle is late). Late: they fired before the heartbeat arrived
+	// but reach the inbox after it (the ticker goroutine was late).
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "queued", true: "late"}[late], func(t *testing.T) { testVoteRefusal(t, late) })
+	}
+}
+
+func testVoteRefusal(t *testing.T, late bool) {
 	const electionTicks = 10
 	var (
 		blockNode atomic.Int64
@@ -126,8 +135,11 @@ func TestVoteRefusalCountsTicksInArrivalOrder(t *testing.T) {
 	}
 	// ElectionTicks-1 ticks queue up on f, then the leader's heartbeat.
 	fg := c.Group(f, 1).(*group)
-	for range electionTicks - 1 {
-		rawEngine(c, f).Tick()
+	fired := rawEngine(c, f).monoNow()
+	if !late {
+		for range electionTicks - 1 {
+			rawEngine(c, f).Tick()
+		}
 	}
 	rawEngine(c, leader).Tick()
 	eventually(t, waitTimeout, func() error {
@@ -140,6 +152,11 @@ func TestVoteRefusalCountsTicksInArrivalOrder(t *testing.T) {
 		}
 		return errors.New("the heartbeat has not arrived")
 	})
+	if late {
+		for range electionTicks - 1 {
+			rawEngine(c, f).tick(fired)
+		}
+	}
 	close(release)
 	settle(t, c, f)
 

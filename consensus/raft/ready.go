@@ -117,23 +117,29 @@ func (g *group) prepare() (w *groupWork) {
 			pa.PostApply()
 		}
 	}
-	// Ticks and messages are stepped in the order they arrived. A tick
-	// queued before a message but stepped after it would shorten the time
-	// the message holds this replica's vote (raft's inLease counts ticks
-	// after the leader's last append or heartbeat), and leader leases
-	// rely on that time lasting ElectionTicks-1 ticks of real time (see
-	// "Leader leases"): a cycle delayed by load would otherwise end a
-	// refusal early and let a second leader be elected while the first
-	// still serves lease reads.
+	// Ticks and messages are stepped in the order of the times the ticks
+	// fired and the messages arrived. A tick that fired before a message
+	// but is stepped after it would shorten the time the message holds
+	// this replica's vote (raft's inLease counts ticks after the leader's
+	// last append or heartbeat), and leader leases rely on that time
+	// lasting ElectionTicks-1 ticks of real time (see "Leader leases"): a
+	// cycle, or the ticker goroutine, delayed by load would otherwise end
+	// a refusal early and let a second leader be elected while the first
+	// still serves lease reads. Ticks without a recorded time (beyond
+	// maxTickTimes) are the oldest and go first.
 	ticked := 0
+	untimed := in.ticks - len(in.tickAt)
 	tick := func(upto int) {
 		for ; ticked < upto; ticked++ {
 			g.rn.Tick()
 			g.ticks++
 		}
 	}
+	tick(untimed)
 	for _, im := range in.msgs {
-		tick(im.ticksBefore)
+		for ticked < in.ticks && in.tickAt[ticked-untimed] <= im.at {
+			tick(ticked + 1)
+		}
 		if !g.admit(im) || !g.admitVote(im.m) {
 			continue
 		}
