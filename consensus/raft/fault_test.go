@@ -557,19 +557,7 @@ func TestLeaseReads(t *testing.T) {
 		cfg.TickInterval = tick
 	})
 	c.StartGroup(1, c.Members())
-	leader := 0
-	eventually(t, waitTimeout, func() error {
-		for n := 1; n <= 4; n++ {
-			rawEngine(c, n).Tick()
-		}
-		for n := 1; n <= 4; n++ {
-			if c.Group(n, 1).Status().IsLeader() {
-				leader = n
-				return nil
-			}
-		}
-		return errors.New("no leader yet")
-	})
+	leader := tickUntilLeader(t, c)
 	g := c.Group(leader, 1)
 	c.MustPropose(1, consensustest.Put("k", "v"))
 	quiet := func() int {

@@ -142,3 +142,23 @@ func ids(nodes ...int) []consensus.NodeID {
 
 // rawEngine returns node's engine as *Engine.
 func rawEngine(c *consensustest.Cluster, node int) *Engine { return c.Engine(node).(*Engine) }
+
+// tickUntilLeader ticks every node of a cluster with manual ticks until
+// group 1 has a leader, and returns the leader's node.
+func tickUntilLeader(t *testing.T, c *consensustest.Cluster) int {
+	t.Helper()
+	leader := 0
+	eventually(t, waitTimeout, func() error {
+		for n := 1; n <= c.Nodes(); n++ {
+			rawEngine(c, n).Tick()
+		}
+		for n := 1; n <= c.Nodes(); n++ {
+			if c.Group(n, 1).Status().IsLeader() {
+				leader = n
+				return nil
+			}
+		}
+		return errors.New("no leader yet")
+	})
+	return leader
+}

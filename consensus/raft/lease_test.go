@@ -104,19 +104,7 @@ func testVoteRefusal(t *testing.T, late bool) {
 		}
 	})
 	c.StartGroup(1, c.Members())
-	leader := 0
-	eventually(t, waitTimeout, func() error {
-		for n := 1; n <= 4; n++ {
-			rawEngine(c, n).Tick()
-		}
-		for n := 1; n <= 4; n++ {
-			if c.Group(n, 1).Status().IsLeader() {
-				leader = n
-				return nil
-			}
-		}
-		return errors.New("no leader yet")
-	})
+	leader := tickUntilLeader(t, c)
 	f := leader%4 + 1
 	spyAny, _ := spies.Load(f)
 	spy := spyAny.(*spyTransport)
