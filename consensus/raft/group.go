@@ -64,7 +64,7 @@ type request struct {
 	// leaveJoint marks a membership change whose entry entered a joint
 	// configuration; it completes when the configuration is left.
 	leaveJoint bool
-	// stepped and applied are when raft took the proposal and when it was
+	// steppedAt and appliedAt are when raft took the proposal and when it was
 	// applied here (monoNow; 0 if not), for Stats' proposal stages.
 	steppedAt, appliedAt int64
 }

@@ -3,11 +3,14 @@ package raft
 import (
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
+	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/cosmosd/cosmosd/consensus"
+	transportpb "github.com/cosmosd/cosmosd/proto/transport"
 )
 
 // Inbound raft messages are untrusted: they come from whatever process
@@ -142,4 +145,128 @@ func inConfig(cs *pb.ConfState, id uint64) bool {
 		}
 	}
 	return false
+}
+
+// HandleMessages implements Handler.
+func (e *Engine) HandleMessages(from consensus.NodeID, msgs []*transportpb.RaftMessage) {
+	var g *group
+	for _, rm := range msgs {
+		if g == nil || g.id != consensus.GroupID(rm.GetGroup()) {
+			if g = e.lookup(consensus.GroupID(rm.GetGroup())); g == nil {
+				continue
+			}
+		}
+		if uint64(g.replicaID) != rm.GetToReplica() {
+			continue // a message for a replica this node no longer hosts
+		}
+		m, err := decodeMessage(rm)
+		if err != nil || m.GetType() == pb.MsgSnap {
+			e.cfg.Logger.Debug("dropped malformed message", "node", uint64(from), "group", rm.GetGroup(), "err", err)
+			continue
+		}
+		if t := m.GetType(); t == pb.MsgHeartbeat || t == pb.MsgApp {
+			e.noteLeaderBeat(from)
+		}
+		g.deliver(inMsg{m: m, from: from, size: len(rm.GetMessage()), stamp: rm.GetLeaseStamp(), echo: rm.GetLeaseEcho()})
+	}
+}
+
+func (g *group) deliver(m inMsg) {
+	g.mu.Lock()
+	if g.mu.stopped || len(g.mu.inbox.msgs) >= g.e.cfg.MaxInboxMessages ||
+		(len(g.mu.inbox.msgs) > 0 && g.mu.inbox.bytes+m.size > g.e.cfg.MaxInboxBytes) {
+		// Dropped: raft retransmits what matters. One message is always
+		// taken, however large, so an append bigger than the bound still
+		// gets through.
+		g.mu.Unlock()
+		return
+	}
+	g.mu.inbox.bytes += m.size
+	m.at = g.e.monoNow()
+	g.mu.inbox.msgs = append(g.mu.inbox.msgs, m)
+	wake := !g.mu.queued
+	g.mu.queued = true
+	g.mu.Unlock()
+	if wake {
+		g.e.sched.enqueue(g)
+	}
+}
+
+// follow moves one local replica's leader from node from to node to (0:
+// none).
+func (e *Engine) follow(from, to consensus.NodeID) {
+	e.followedMu.Lock()
+	defer e.followedMu.Unlock()
+	if e.followed == nil {
+		e.followed = map[consensus.NodeID]int{}
+	}
+	if from != 0 {
+		if e.followed[from]--; e.followed[from] <= 0 {
+			delete(e.followed, from)
+		}
+	}
+	if to != 0 {
+		if e.followed[to] == 0 {
+			// Start the silence clock now: a node that just became a
+			// leader here has not sent anything yet.
+			e.noteLeaderBeat(to)
+		}
+		e.followed[to]++
+	}
+}
+
+func (e *Engine) noteLeaderBeat(node consensus.NodeID) {
+	now := time.Now().UnixNano()
+	if v, ok := e.leaderBeat.Load(node); ok {
+		v.(*atomic.Int64).Store(now)
+		return
+	}
+	v := &atomic.Int64{}
+	v.Store(now)
+	e.leaderBeat.Store(node, v)
+}
+
+// LeaderSilence reports for how long node, which leads groups this node
+// follows, has sent no leader traffic. A leader sends heartbeats every
+// tick, so silence of a few ticks means the node is paused, cut off or
+// wedged, long before an election timeout deposes it. ok is false when no
+// local replica follows a leader on node: it owes this node nothing, so
+// its silence says nothing.
+func (e *Engine) LeaderSilence(node consensus.NodeID) (silence time.Duration, ok bool) {
+	e.followedMu.Lock()
+	following := e.followed[node] > 0
+	e.followedMu.Unlock()
+	v, found := e.leaderBeat.Load(node)
+	if !following || !found {
+		return 0, false
+	}
+	return time.Since(time.Unix(0, v.(*atomic.Int64).Load())), true
+}
+
+// ReportUnreachable implements Handler.
+func (e *Engine) ReportUnreachable(to consensus.NodeID, msgs []*transportpb.RaftMessage) {
+	seen := map[[2]uint64]bool{}
+	for _, rm := range msgs {
+		k := [2]uint64{rm.GetGroup(), rm.GetToReplica()}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		g := e.lookup(consensus.GroupID(rm.GetGroup()))
+		if g == nil || uint64(g.replicaID) != rm.GetFromReplica() {
+			continue
+		}
+		g.mu.Lock()
+		if !g.mu.stopped {
+			g.mu.inbox.unreachable = append(g.mu.inbox.unreachable, rm.GetToReplica())
+			wake := !g.mu.queued
+			g.mu.queued = true
+			g.mu.Unlock()
+			if wake {
+				e.sched.enqueue(g)
+			}
+			continue
+		}
+		g.mu.Unlock()
+	}
 }
